@@ -1,0 +1,52 @@
+# Kaibo — read top to bottom. `make test` and (soon) `make run` install what they need.
+#
+#   make test     lint + types + every test (what CI runs)
+#   make lint     ruff (lint + format check) and mypy
+#   make build    sam build, no container (python3.11 on PATH)
+#   make deploy   sam deploy --guided
+#   make clean    remove the environments and build output
+
+PYTHON ?= python3.11
+VENV := .venv
+TOOLS := .venv-tools
+PY := $(VENV)/bin/python
+export AWS_DEFAULT_REGION ?= us-east-1
+export KAIBO_TOOLS_BIN ?= $(CURDIR)/$(TOOLS)/bin
+
+.PHONY: test lint unit pytest build deploy clean venv tools
+
+# The runtime/test environment: the layer's exact pins + test tools + our two packages.
+$(VENV)/.installed: requirements-dev.txt layers/kaibo_core/requirements.txt layers/kaibo_core/pyproject.toml clients/python/pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+# SAM CLI and cfn-lint pin their own boto3 and pull in awscrt: a separate environment.
+$(TOOLS)/.installed: requirements-tools.txt
+	test -x $(TOOLS)/bin/python || $(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/python -m pip install --quiet --upgrade pip
+	$(TOOLS)/bin/python -m pip install --quiet -r requirements-tools.txt
+	touch $@
+
+venv: $(VENV)/.installed
+tools: $(TOOLS)/.installed
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy layers/kaibo_core/kaibo_core functions clients/python/kaibo local tests
+
+pytest: venv tools
+	$(VENV)/bin/pytest
+
+test: lint pytest
+
+build: tools
+	PATH="$(CURDIR)/$(TOOLS)/bin:$$PATH" sam build
+
+deploy: build
+	PATH="$(CURDIR)/$(TOOLS)/bin:$$PATH" sam deploy --guided
+
+clean:
+	rm -rf $(VENV) $(TOOLS) .aws-sam .pytest_cache .mypy_cache .ruff_cache

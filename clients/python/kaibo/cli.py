@@ -1,0 +1,343 @@
+"""The ``kaibo`` command line: keys, remember, streams, events and verify (docs/cli.md).
+
+Exit codes: 0 success (for ``verify``: every stream verified); 1 ``verify``
+found a broken chain; 2 a usage or configuration error, or the API refused or
+could not be reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import os
+import sys
+import urllib.parse
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+from kaibo.client import KaiboAPIError, KaiboClient, KaiboConnectionError, KaiboError
+from kaibo.verify import StreamReport, iter_verify_all, parse_head, verify_stream
+from kaibo_core.api_keys import issue_admin_key
+
+EXIT_OK = 0
+EXIT_CHAIN_FAILURE = 1
+EXIT_USAGE = 2
+
+ENV_ENDPOINT = "KAIBO_ENDPOINT"
+ENV_API_KEY = "KAIBO_API_KEY"
+ENV_ADMIN_KEY = "KAIBO_ADMIN_KEY"
+
+DEFAULT_SCOPES = "read,write"
+
+
+class UsageError(Exception):
+    """A command line or configuration problem (exit 2)."""
+
+
+def _global_options(default: Any) -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("connection")
+    group.add_argument("--endpoint", default=default, help=f"API base URL (default: ${ENV_ENDPOINT})")
+    group.add_argument("--api-key", default=default, help=f"project API key (default: ${ENV_API_KEY})")
+    group.add_argument(
+        "--admin-key", default=default, help=f"admin key, for `keys` commands (default: ${ENV_ADMIN_KEY})"
+    )
+    return parent
+
+
+def build_parser() -> argparse.ArgumentParser:
+    # The connection options work before or after the command; values are never
+    # shown as defaults in --help (they may be keys).
+    subparser_globals = _global_options(argparse.SUPPRESS)
+    parser = argparse.ArgumentParser(
+        prog="kaibo",
+        description="Kaibo client: manage keys, remember events, verify the hash chains.",
+        parents=[_global_options(None)],
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    keys = commands.add_parser("keys", help="create or revoke API keys (admin key)")
+    key_commands = keys.add_subparsers(dest="keys_command", required=True, metavar="SUBCOMMAND")
+    create = key_commands.add_parser(
+        "create", parents=[subparser_globals], help="a new project and its first key, or another key"
+    )
+    target = create.add_mutually_exclusive_group(required=True)
+    target.add_argument("--name", help="create a new project with this name, and its first key")
+    target.add_argument("--project", help="create another key for this project id (prj_...)")
+    create.add_argument(
+        "--scopes",
+        help=f"comma-separated scopes for --project: read,write,forget,admin (default: {DEFAULT_SCOPES})",
+    )
+    create.set_defaults(handler=_keys_create)
+    revoke = key_commands.add_parser("revoke", parents=[subparser_globals], help="revoke an API key")
+    revoke.add_argument("key_id", metavar="KEY_ID")
+    revoke.set_defaults(handler=_keys_revoke)
+
+    admin_key = commands.add_parser(
+        "admin-key", parents=[subparser_globals], help="offline: a new admin key and its AdminKeyHash"
+    )
+    admin_key.set_defaults(handler=_admin_key)
+
+    remember = commands.add_parser(
+        "remember", parents=[subparser_globals], help="append one event to a stream"
+    )
+    remember.add_argument("--stream", required=True)
+    body = remember.add_mutually_exclusive_group(required=True)
+    body.add_argument("--text", help='a message event: payload {"role": ROLE, "text": TEXT}')
+    body.add_argument("--event-json", help="the whole event as a JSON object (kind, payload, ...)")
+    remember.add_argument("--role", help="role of a --text message (default: user)")
+    remember.add_argument("--key", help="idempotency key (default: a random UUID)")
+    remember.add_argument("--occurred-at", help="RFC 3339 timestamp with offset (default: now)")
+    remember.add_argument("--wait", action="store_true", help="wait until the memories are structured")
+    remember.set_defaults(handler=_remember)
+
+    streams = commands.add_parser(
+        "streams", parents=[subparser_globals], help="list streams: stream seq hash"
+    )
+    streams.set_defaults(handler=_streams)
+
+    events = commands.add_parser(
+        "events", parents=[subparser_globals], help="a stream's events as JSON lines"
+    )
+    events.add_argument("--stream", required=True)
+    events.add_argument("--from-seq", type=_positive_int, default=1)
+    events.set_defaults(handler=_events)
+
+    verify = commands.add_parser(
+        "verify", parents=[subparser_globals], help="recompute the hash chains (all streams, or one)"
+    )
+    verify.add_argument("--stream", help="verify only this stream")
+    verify.add_argument(
+        "--expect-head",
+        type=_head,
+        metavar="SEQ:HASH",
+        help="a head printed by an earlier verify: the chain must still contain it (needs --stream)",
+    )
+    verify.set_defaults(handler=_verify)
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
+
+
+def _head(text: str) -> tuple[int, str]:
+    try:
+        return parse_head(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+# -- configuration -------------------------------------------------------------------------------
+
+
+def _setting(args: argparse.Namespace, attribute: str, env: str) -> str | None:
+    value = getattr(args, attribute, None) or os.environ.get(env)
+    return value.strip() if value and value.strip() else None
+
+
+def _client(args: argparse.Namespace, *, admin: bool = False) -> KaiboClient:
+    endpoint = _setting(args, "endpoint", ENV_ENDPOINT)
+    if endpoint is None:
+        raise UsageError(f"no endpoint: pass --endpoint URL or set {ENV_ENDPOINT}")
+    if admin:
+        key = _setting(args, "admin_key", ENV_ADMIN_KEY)
+        if key is None:
+            raise UsageError(f"no admin key: pass --admin-key or set {ENV_ADMIN_KEY}")
+    else:
+        key = _setting(args, "api_key", ENV_API_KEY)
+        if key is None:
+            raise UsageError(f"no API key: pass --api-key or set {ENV_API_KEY}")
+    try:
+        client = KaiboClient(endpoint, key)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    _warn_if_cleartext(endpoint)
+    return client
+
+
+def _warn_if_cleartext(endpoint: str) -> None:
+    parts = urllib.parse.urlsplit(endpoint)
+    host = parts.hostname or ""
+    if parts.scheme != "http" or host == "localhost":
+        return
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return
+    except ValueError:
+        pass
+    print(f"warning: {host} is plain http; the key travels unencrypted", file=sys.stderr)
+
+
+def _print_json(value: Any, out: TextIO | None = None) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False), file=out or sys.stdout)
+
+
+# -- commands ------------------------------------------------------------------------------------
+
+
+def _keys_create(args: argparse.Namespace) -> int:
+    client = _client(args, admin=True)
+    if args.name is not None:
+        if args.scopes is not None:
+            raise UsageError(
+                "--scopes goes with --project; a new project's first key gets the server's default scopes"
+            )
+        created = client.create_project(args.name)
+    else:
+        scopes = [s.strip() for s in (args.scopes or DEFAULT_SCOPES).split(",") if s.strip()]
+        if not scopes:
+            raise UsageError("--scopes needs at least one scope")
+        created = client.create_key(args.project, scopes)
+    _print_json(created)
+    print(
+        "warning: the API key above is shown once; Kaibo keeps only a salted hash of it. Store it now.",
+        file=sys.stderr,
+    )
+    return EXIT_OK
+
+
+def _keys_revoke(args: argparse.Namespace) -> int:
+    _client(args, admin=True).revoke_key(args.key_id)
+    print(f"revoked {args.key_id}")
+    return EXIT_OK
+
+
+def _admin_key(_args: argparse.Namespace) -> int:
+    key, key_hash = issue_admin_key()
+    _print_json({"adminKey": key, "adminKeyHash": key_hash})
+    print(
+        "Deploy with the parameter AdminKeyHash set to adminKeyHash (e.g. sam deploy "
+        "--parameter-overrides AdminKeyHash=<adminKeyHash>) and keep adminKey secret: "
+        "it is shown once and not stored anywhere.",
+        file=sys.stderr,
+    )
+    return EXIT_OK
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (and has no canonical form)")
+
+
+def _remember_event(args: argparse.Namespace) -> dict[str, Any]:
+    if args.event_json is not None:
+        if args.role is not None:
+            raise UsageError("--role goes with --text")
+        try:
+            event = json.loads(args.event_json, parse_constant=_reject_constant)
+        except ValueError as exc:
+            raise UsageError(f"--event-json is not valid JSON: {exc}") from None
+        if not isinstance(event, dict):
+            raise UsageError("--event-json must be a JSON object (an event with kind and payload)")
+    else:
+        event = {"kind": "message", "payload": {"role": args.role or "user", "text": args.text}}
+    for field, value in (("idempotencyKey", args.key), ("occurredAt", args.occurred_at)):
+        if value is None:
+            continue
+        if field in event and event[field] != value:
+            raise UsageError(f"--event-json has {field} {event[field]!r}, the option says {value!r}")
+        event[field] = value
+    event.setdefault("idempotencyKey", str(uuid.uuid4()))
+    return event
+
+
+def _remember(args: argparse.Namespace) -> int:
+    event = _remember_event(args)
+    _print_json(_client(args).remember(args.stream, [event], wait=args.wait))
+    return EXIT_OK
+
+
+def _streams(args: argparse.Namespace) -> int:
+    for head in _client(args).streams():
+        print(f"{head.get('stream')} {head.get('seq')} {head.get('hash')}")
+    return EXIT_OK
+
+
+def _events(args: argparse.Namespace) -> int:
+    for event in _client(args).events(args.stream, from_seq=args.from_seq):
+        print(json.dumps(event, ensure_ascii=False))
+    return EXIT_OK
+
+
+def _report_line(report: StreamReport) -> str:
+    if report.problem is None:
+        return (
+            f"ok {report.stream}: {report.events_checked} events, "
+            f"{report.payloads_checked} payloads checked, head {report.head.seq}:{report.head.hash}"
+        )
+    problem = report.problem
+    return f"FAIL {report.stream} seq {problem.seq}: {problem.code}: {problem.detail}"
+
+
+def _verify(args: argparse.Namespace) -> int:
+    if args.expect_head is not None and args.stream is None:
+        raise UsageError("--expect-head needs --stream (a head belongs to one stream)")
+    client = _client(args)
+    checked = failed = 0
+    try:
+        reports = (
+            iter([verify_stream(client, args.stream, args.expect_head)])
+            if args.stream is not None
+            else iter_verify_all(client)
+        )
+        for report in reports:
+            checked += 1
+            failed += 0 if report.ok else 1
+            print(_report_line(report), flush=True)
+    except KaiboError as exc:
+        _print_error(exc)
+        if failed:
+            print(f"FAILED: {failed} of {checked} streams checked so far failed verification")
+            return EXIT_CHAIN_FAILURE
+        return EXIT_USAGE
+    if failed:
+        print(f"FAILED: {failed} of {checked} streams failed verification")
+        return EXIT_CHAIN_FAILURE
+    noun = "stream" if checked == 1 else "streams"
+    print(f"verified: {checked} {noun} ok" if checked else "verified: no streams yet")
+    return EXIT_OK
+
+
+# -- entry point ---------------------------------------------------------------------------------
+
+
+def _print_error(exc: KaiboError) -> None:
+    if isinstance(exc, KaiboAPIError):
+        print(f"error: {exc.code}: {exc.message} (HTTP {exc.status})", file=sys.stderr)
+    elif isinstance(exc, KaiboConnectionError):
+        print(f"error: connection_failed: {exc}", file=sys.stderr)
+    else:
+        print(f"error: {exc}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 after --help
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return handler(args)
+    except UsageError as exc:
+        print(f"kaibo: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KaiboError as exc:
+        _print_error(exc)
+        return EXIT_USAGE
+    except BrokenPipeError:  # `kaibo events ... | head`: stop quietly, but do not claim success
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

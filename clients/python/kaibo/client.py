@@ -1,0 +1,207 @@
+"""A small HTTP client for the Kaibo API: stdlib ``urllib`` and ``json`` only.
+
+Deliberately light (no boto3, botocore, pydantic or Powertools) so that
+``pip install kaibo`` stays small and ``kaibo verify`` can be audited.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any
+
+USER_AGENT = "kaibo-python/0.1"
+DEFAULT_TIMEOUT_SECONDS = 30.0
+DEFAULT_EVENTS_PAGE = 500
+
+
+class KaiboError(Exception):
+    """Anything that kept a call from getting an answer from the API."""
+
+
+class KaiboAPIError(KaiboError):
+    """The API answered with an error (or with something that is not the documented shape).
+
+    ``code`` is the stable snake_case code of ``{"error": {"code", "message", "details"}}``;
+    when the body is not that shape, it is ``http_<status>``.
+    """
+
+    def __init__(
+        self, status: int, code: str, message: str, details: Mapping[str, Any] | None = None
+    ) -> None:
+        super().__init__(f"{code}: {message} (HTTP {status})")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details: dict[str, Any] = dict(details or {})
+
+
+class KaiboConnectionError(KaiboError):
+    """The API could not be reached (DNS, refused connection, TLS, timeout)."""
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Never follow a redirect: urllib would resend the Authorization header to the new location."""
+
+    def redirect_request(  # noqa: PLR0917 - urllib's signature
+        self,
+        req: urllib.request.Request,  # noqa: ARG002
+        fp: Any,  # noqa: ARG002
+        code: int,  # noqa: ARG002
+        msg: str,  # noqa: ARG002
+        headers: Any,  # noqa: ARG002
+        newurl: str,  # noqa: ARG002
+    ) -> None:
+        return None
+
+
+def _error_from_body(status: int, body: bytes) -> KaiboAPIError:
+    try:
+        parsed = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        parsed = None
+    error = parsed.get("error") if isinstance(parsed, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("code"), str):
+        details = error.get("details")
+        return KaiboAPIError(
+            status,
+            error["code"],
+            str(error.get("message", "")),
+            details if isinstance(details, dict) else None,
+        )
+    text = body.decode("utf-8", errors="replace").strip()
+    message = text[:300] if text else f"HTTP {status} without an error body"
+    return KaiboAPIError(status, f"http_{status}", message)
+
+
+class KaiboClient:
+    """The Kaibo HTTP API.
+
+    ``endpoint`` is the base URL (``http://127.0.0.1:3000``,
+    ``https://<id>.execute-api.<region>.amazonaws.com/prod``); paths are appended to it.
+    ``api_key`` is a project key, or the admin key for the admin calls.
+    """
+
+    def __init__(self, endpoint: str, api_key: str | None, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+        parsed = urllib.parse.urlsplit(endpoint)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ValueError(f"endpoint must be an http(s) URL such as https://host/prod, got {endpoint!r}")
+        if parsed.query or parsed.fragment:
+            raise ValueError("endpoint must not carry a query or fragment")
+        self.endpoint = endpoint.rstrip("/")
+        self.timeout = timeout
+        self._api_key = api_key
+        self._opener = urllib.request.build_opener(_NoRedirects())
+
+    def __repr__(self) -> str:  # never show the key
+        return f"KaiboClient(endpoint={self.endpoint!r})"
+
+    # -- transport -----------------------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: Mapping[str, str | int] | None = None,
+    ) -> Any:
+        """One call: the parsed JSON body (None when empty); raises KaiboAPIError on 4xx/5xx."""
+        url = self.endpoint + path
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+        data = None
+        if body is not None:
+            data = json.dumps(body, allow_nan=False).encode("ascii")
+            headers["Content-Type"] = "application/json"
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        req = urllib.request.Request(url, data=data, headers=headers, method=method)  # noqa: S310 - scheme checked in __init__
+        try:
+            with self._opener.open(req, timeout=self.timeout) as response:
+                status = int(response.status)
+                raw = response.read()
+        except urllib.error.HTTPError as exc:
+            with exc:
+                raise _error_from_body(exc.code, exc.read()) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+            raise KaiboConnectionError(f"cannot reach {self.endpoint}: {reason}") from exc
+        if not raw.strip():
+            return None
+        try:
+            return json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise KaiboAPIError(status, "invalid_response", f"{method} {path} did not answer JSON") from exc
+
+    def _object(
+        self, method: str, path: str, body: Any = None, query: Mapping[str, str | int] | None = None
+    ) -> dict[str, Any]:
+        answer = self.request(method, path, body, query)
+        if not isinstance(answer, dict):
+            raise KaiboAPIError(200, "invalid_response", f"{method} {path} did not answer a JSON object")
+        return answer
+
+    # -- memory ----------------------------------------------------------------------------------
+
+    def remember(
+        self, stream: str, events: Sequence[Mapping[str, Any]], wait: bool = False
+    ) -> dict[str, Any]:
+        """POST /v1/remember: append events (each with its own idempotency key) to a stream."""
+        body = {"stream": stream, "events": [dict(event) for event in events], "wait": wait}
+        return self._object("POST", "/v1/remember", body)
+
+    # -- event log (verify) --------------------------------------------------------------------
+
+    def streams(self) -> Generator[dict[str, Any], None, None]:
+        """GET /v1/streams, every page: ``{"stream", "seq", "hash"}`` per stream (its head)."""
+        cursor: str | None = None
+        seen: set[str] = set()
+        while True:
+            page = self._object("GET", "/v1/streams", query={"cursor": cursor} if cursor else None)
+            streams = page.get("streams")
+            if not isinstance(streams, list):
+                raise KaiboAPIError(200, "invalid_response", "GET /v1/streams: 'streams' is not a list")
+            yield from streams
+            cursor = page.get("nextCursor")
+            if not cursor:
+                return
+            if not isinstance(cursor, str) or cursor in seen:
+                raise KaiboAPIError(200, "invalid_response", "GET /v1/streams: nextCursor does not advance")
+            seen.add(cursor)
+
+    def events(
+        self, stream: str, from_seq: int = 1, limit: int = DEFAULT_EVENTS_PAGE
+    ) -> Generator[dict[str, Any], None, None]:
+        """GET /v1/streams/{stream}/events from ``from_seq`` on, following ``nextFromSeq``."""
+        path = f"/v1/streams/{urllib.parse.quote(stream, safe='')}/events"
+        while True:
+            page = self._object("GET", path, query={"fromSeq": from_seq, "limit": limit})
+            events = page.get("events")
+            if not isinstance(events, list):
+                raise KaiboAPIError(200, "invalid_response", f"GET {path}: 'events' is not a list")
+            yield from events
+            next_from = page.get("nextFromSeq")
+            if next_from is None:
+                return
+            if type(next_from) is not int or next_from <= from_seq:
+                raise KaiboAPIError(200, "invalid_response", f"GET {path}: nextFromSeq does not advance")
+            from_seq = next_from
+
+    # -- admin (admin key) ---------------------------------------------------------------------
+
+    def create_project(self, name: str) -> dict[str, Any]:
+        """POST /v1/admin/projects: a new project and its first key ``{"projectId", "keyId", "apiKey"}``."""
+        return self._object("POST", "/v1/admin/projects", {"name": name})
+
+    def create_key(self, project_id: str, scopes: Sequence[str]) -> dict[str, Any]:
+        """POST /v1/admin/projects/{id}/keys: another key ``{"keyId", "apiKey", "scopes"}``."""
+        path = f"/v1/admin/projects/{urllib.parse.quote(project_id, safe='')}/keys"
+        return self._object("POST", path, {"scopes": list(scopes)})
+
+    def revoke_key(self, key_id: str) -> None:
+        """DELETE /v1/admin/keys/{keyId} (204)."""
+        self.request("DELETE", f"/v1/admin/keys/{urllib.parse.quote(key_id, safe='')}")

@@ -1,0 +1,79 @@
+"""Admin routes: create projects and API keys, revoke keys. Authorized by the admin key."""
+
+# No `from __future__ import annotations`: Powertools reads the route signatures'
+# annotations at run time to validate requests and build the OpenAPI document.
+
+from functools import lru_cache
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from kaibo_core.adapters.aws import dynamodb_client
+from kaibo_core.adapters.dynamodb_projects import DynamoProjectStore
+from kaibo_core.http import ERROR_RESPONSES, create_resolver, principal
+from kaibo_core.models.api import (
+    CreateKeyRequest,
+    CreateKeyResponse,
+    CreateProjectRequest,
+    CreateProjectResponse,
+)
+from kaibo_core.observability import logger, metrics, tracer
+from kaibo_core.services.admin import AdminService
+from kaibo_core.settings import get_settings
+from kaibo_core.storage_keys import ProjectId
+
+app = create_resolver()
+
+ProjectIdParam = Annotated[str, Path(pattern=r"^prj_[0-9A-Z]{26}$")]
+KeyIdParam = Annotated[str, Path(pattern=r"^[a-z0-9]{16}$")]
+
+
+@lru_cache(maxsize=1)
+def service() -> AdminService:
+    return AdminService(DynamoProjectStore(dynamodb_client(), get_settings().projects_table))
+
+
+@app.post(
+    "/v1/admin/projects",
+    status_code=201,
+    summary="Create a project and its first API key",
+    responses=ERROR_RESPONSES,
+)
+@tracer.capture_method(capture_response=False)
+def create_project(request: Annotated[CreateProjectRequest, Body()]) -> CreateProjectResponse:
+    principal(app).require_admin()
+    created = service().create_project(request.name)
+    logger.info("project created", extra={"projectId": created.projectId, "keyId": created.keyId})
+    return created
+
+
+@app.post(
+    "/v1/admin/projects/<project_id>/keys",
+    status_code=201,
+    summary="Create another API key",
+    responses=ERROR_RESPONSES,
+)
+@tracer.capture_method(capture_response=False)
+def create_key(project_id: ProjectIdParam, request: Annotated[CreateKeyRequest, Body()]) -> CreateKeyResponse:
+    principal(app).require_admin()
+    created = service().create_key(ProjectId(project_id), request.scopes)
+    logger.info("key created", extra={"projectId": project_id, "keyId": created.keyId})
+    return created
+
+
+@app.delete("/v1/admin/keys/<key_id>", summary="Revoke an API key", responses=ERROR_RESPONSES)
+@tracer.capture_method(capture_response=False)
+def revoke_key(key_id: KeyIdParam) -> Response[str]:
+    principal(app).require_admin()
+    service().revoke_key(key_id)
+    logger.info("key revoked", extra={"keyId": key_id})
+    return Response(status_code=204, body="")
+
+
+@logger.inject_lambda_context(log_event=False)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

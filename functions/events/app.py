@@ -1,0 +1,57 @@
+"""GET /v1/streams and GET /v1/streams/{stream}/events — read the event log back (for verify)."""
+
+# No `from __future__ import annotations`: Powertools reads the route signatures'
+# annotations at run time to validate requests and build the OpenAPI document.
+
+from functools import lru_cache
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from kaibo_core.adapters.aws import dynamodb_client
+from kaibo_core.adapters.dynamodb_events import DynamoEventStore
+from kaibo_core.http import ERROR_RESPONSES, create_resolver, principal
+from kaibo_core.limits import DEFAULT_EVENTS_PAGE, DEFAULT_STREAMS_PAGE, MAX_EVENTS_PAGE, MAX_STREAMS_PAGE
+from kaibo_core.models.api import EventsPage, StreamsPage
+from kaibo_core.observability import logger, metrics, tracer
+from kaibo_core.services.streams import StreamsService
+from kaibo_core.settings import get_settings
+
+app = create_resolver()
+
+
+@lru_cache(maxsize=1)
+def service() -> StreamsService:
+    settings = get_settings()
+    return StreamsService(
+        DynamoEventStore(dynamodb_client(), settings.events_table, settings.idempotency_table)
+    )
+
+
+@app.get("/v1/streams", summary="List the project's streams and their heads", responses=ERROR_RESPONSES)
+@tracer.capture_method(capture_response=False)
+def list_streams(
+    cursor: Annotated[str | None, Query(max_length=512)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_STREAMS_PAGE)] = DEFAULT_STREAMS_PAGE,
+) -> StreamsPage:
+    project = principal(app).project_with_scope("read")
+    return service().heads_page(project, cursor, limit)
+
+
+@app.get("/v1/streams/<stream>/events", summary="Page through a stream's events", responses=ERROR_RESPONSES)
+@tracer.capture_method(capture_response=False)
+def list_events(
+    stream: str,
+    fromSeq: Annotated[int, Query(ge=1)] = 1,  # noqa: N803 - wire name
+    limit: Annotated[int, Query(ge=1, le=MAX_EVENTS_PAGE)] = DEFAULT_EVENTS_PAGE,
+) -> EventsPage:
+    project = principal(app).project_with_scope("read")
+    return service().events_page(project, stream, fromSeq, limit)
+
+
+@logger.inject_lambda_context(log_event=False)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

@@ -1,0 +1,145 @@
+"""The REST resolver every API function uses, and the one exception table.
+
+Every error leaves as ``{"error": {"code", "message", "details"}}``: domain
+errors with their own status, request validation as 400/422 with a stable
+code, anything unexpected as a 500 that names only the request id.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from http import HTTPStatus
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+
+from kaibo_core.errors import KaiboError, TooManyRequestsError
+from kaibo_core.models.api import ErrorResponse
+from kaibo_core.observability import logger
+from kaibo_core.tenancy import Principal
+
+#: pydantic error types that have a code of their own (first match wins).
+_VALIDATION_CODES: Sequence[tuple[str, str | None, str, int]] = (
+    # (error type, last loc element or None, code, status)
+    ("json_invalid", None, "malformed_json", 400),
+    ("union_tag_invalid", None, "unknown_kind", 422),
+    ("union_tag_not_found", None, "missing_field", 422),
+    ("string_pattern_mismatch", "stream", "invalid_stream_name", 422),
+    ("too_long", "events", "too_many_events", 422),
+    ("too_short", "events", "no_events", 422),
+    ("missing", None, "missing_field", 422),
+)
+
+ERROR_RESPONSES: dict[int, OpenAPIResponse] = {
+    status: {"description": description, "content": {"application/json": {"model": ErrorResponse}}}
+    for status, description in [
+        (400, "Malformed request (code malformed_json)"),
+        (401, "Missing, unknown or revoked API key"),
+        (403, "The key lacks the route's scope"),
+        (404, "No such route or resource"),
+        (409, "Conflict (e.g. idempotency_key_reused)"),
+        (413, "Too large (event_too_large, batch_too_large)"),
+        (422, "Invalid request: details.errors lists each field"),
+        (429, "Retry later (Retry-After)"),
+        (500, "A fault of ours: details.requestId names it"),
+    ]
+}
+
+
+def _reject_constant(name: str) -> None:
+    raise json.JSONDecodeError(f"{name} is not valid JSON", name, 0)
+
+
+def strict_json_loads(body: str) -> Any:
+    """``json.loads`` without the NaN/Infinity extensions (they have no canonical form)."""
+    return json.loads(body, parse_constant=_reject_constant)
+
+
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    details: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> Response[str]:
+    body = ErrorResponse.model_validate(
+        {"error": {"code": code, "message": message, "details": details or {}}}
+    )
+    return Response(
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body=body.model_dump_json(),
+        headers=headers,
+    )
+
+
+def _field(loc: Sequence[Any]) -> str:
+    parts = [p for p in loc if p != "body"]
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "body"
+
+
+def validation_error_response(errors: Sequence[dict[str, Any]]) -> Response[str]:
+    listed = [
+        {"field": _field(err.get("loc", ())), "type": err.get("type", ""), "problem": err.get("msg", "")}
+        for err in errors
+    ]
+    for error_type, last_loc, code, status in _VALIDATION_CODES:
+        for err in errors:
+            loc = tuple(err.get("loc", ()))
+            if err.get("type") == error_type and (last_loc is None or (loc and loc[-1] == last_loc)):
+                first = next(e for e in listed if e["type"] == error_type)
+                message = (
+                    f"{first['field']}: {first['problem']}"
+                    if code != "malformed_json"
+                    else ("The request body is not valid JSON.")
+                )
+                return error_response(status, code, message, {"errors": listed})
+    first = listed[0] if listed else {"field": "body", "problem": "invalid"}
+    return error_response(422, "invalid_request", f"{first['field']}: {first['problem']}", {"errors": listed})
+
+
+def create_resolver() -> APIGatewayRestResolver:
+    app = APIGatewayRestResolver(
+        enable_validation=True,
+        response_validation_error_http_code=HTTPStatus.INTERNAL_SERVER_ERROR,
+        json_body_deserializer=strict_json_loads,
+    )
+
+    @app.exception_handler(KaiboError)
+    def _domain_error(exc: KaiboError) -> Response[str]:
+        headers = (
+            {"Retry-After": str(exc.retry_after_seconds)} if isinstance(exc, TooManyRequestsError) else None
+        )
+        logger.info("request refused", extra={"code": exc.code, "status": exc.status})
+        return error_response(exc.status, exc.code, exc.message, exc.details, headers)
+
+    @app.exception_handler(RequestValidationError)
+    def _validation_error(exc: RequestValidationError) -> Response[str]:
+        response = validation_error_response(list(exc.errors()))
+        logger.info("request invalid", extra={"status": response.status_code})
+        return response
+
+    @app.not_found
+    def _not_found(_: Exception) -> Response[str]:
+        return error_response(404, "not_found", "No such route. See /openapi.json for the API.")
+
+    @app.exception_handler(Exception)
+    def _unexpected(_: Exception) -> Response[str]:
+        request_id = app.current_event.request_context.request_id
+        logger.exception("unhandled error", extra={"requestId": request_id})
+        return error_response(
+            500, "internal_error", "Something went wrong on our side; retry later.", {"requestId": request_id}
+        )
+
+    return app
+
+
+def principal(app: APIGatewayRestResolver) -> Principal:
+    """The caller as the authorizer established it (never from the body or path)."""
+    return Principal.from_context(app.current_event.request_context.authorizer.get_context())

@@ -1,0 +1,35 @@
+"""Documented maxima (docs/api.md "Limits"), each derived from the AWS limit it protects."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+#: DynamoDB: one transaction holds at most 100 actions. remember writes, per
+#: event, its idempotency key and the event item, plus one stream-head write.
+DYNAMODB_MAX_TRANSACTION_ACTIONS = 100
+MAX_EVENTS_PER_BATCH = (DYNAMODB_MAX_TRANSACTION_ACTIONS - 1) // 2  # 49
+
+#: DynamoDB: an item holds at most 400 KB; a transaction at most 4 MB.
+DYNAMODB_MAX_ITEM_BYTES = 400 * 1024
+DYNAMODB_MAX_TRANSACTION_BYTES = 4 * 1024 * 1024
+
+#: A payload's canonical (RFC 8785) form, leaving room in the 400 KB item for the
+#: header fields and future attributes.
+MAX_PAYLOAD_BYTES = 256 * 1024
+
+#: Lambda answers at most 6 MB; pages of events stop short of it.
+MAX_RESPONSE_PAYLOAD_BYTES = 5 * 1024 * 1024
+
+#: ``occurredAt`` may lead the server's clock by at most this much (clock skew).
+MAX_OCCURRED_AT_LEAD = timedelta(minutes=5)
+
+STREAM_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
+MAX_IDEMPOTENCY_KEY_LENGTH = 256
+
+DEFAULT_EVENTS_PAGE = 500
+MAX_EVENTS_PAGE = 1000
+DEFAULT_STREAMS_PAGE = 500
+MAX_STREAMS_PAGE = 1000
+
+#: Optimistic appends that lose the race for a stream head retry this often.
+MAX_APPEND_ATTEMPTS = 25

@@ -1,0 +1,210 @@
+"""HTTP API models (in and out): the public contract of API.md, camelCase on the wire.
+
+Kept apart from stored items (adapters) and domain records (services): the
+wire format may gain fields without the store changing, and vice versa.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+from kaibo_core.limits import (
+    MAX_EVENTS_PER_BATCH,
+    MAX_IDEMPOTENCY_KEY_LENGTH,
+    STREAM_NAME_PATTERN,
+)
+
+
+def _utf8_encodable(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError("text contains a lone surrogate and has no UTF-8 form") from exc
+    return text
+
+
+StreamName = Annotated[
+    str,
+    StringConstraints(pattern=STREAM_NAME_PATTERN),
+    Field(
+        description="1-128 characters: letters, digits, '.', '_', ':', '-'; starting with a letter or digit. "
+        "Never purged: keep personal data out of stream names.",
+        examples=["chat-42"],
+    ),
+]
+IdempotencyKey = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_LENGTH, pattern=r"^[^\x00-\x1f\x7f]+$"),
+    AfterValidator(_utf8_encodable),
+    Field(
+        description="Unique per project. Never purged: keep personal data out of it.", examples=["msg-1001"]
+    ),
+]
+Scope = Literal["read", "write", "forget", "admin"]
+
+
+class WireModel(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+
+class PayloadModel(BaseModel):
+    """Per-kind payload schemas: the named fields are checked, other fields are kept and hashed."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+
+class MessagePayload(PayloadModel):
+    role: str = Field(min_length=1, max_length=64, examples=["user"])
+    text: str
+    name: str | None = None
+
+
+class ToolCallPayload(PayloadModel):
+    tool: str = Field(min_length=1, max_length=256)
+    input: Any = None
+    output: Any = None
+    status: str | None = None
+
+
+class FilePayload(PayloadModel):
+    path: str = Field(min_length=1, max_length=1024)
+    content: str
+    mediaType: str | None = None  # noqa: N815 - wire name
+
+
+class CommitPayload(PayloadModel):
+    message: str
+    sha: str | None = None
+    author: str | None = None
+    repository: str | None = None
+
+
+class _EventInBase(WireModel):
+    idempotencyKey: IdempotencyKey  # noqa: N815
+    occurredAt: str | None = Field(  # noqa: N815
+        default=None,
+        description="RFC 3339 with an offset; default: when Kaibo received it. At most 5 minutes ahead.",
+        examples=["2026-06-02T09:30:00Z"],
+    )
+    timeZone: str | None = Field(default=None, max_length=64, examples=["Europe/Berlin"])  # noqa: N815
+    supersedes: list[str] = Field(default_factory=list, max_length=20)
+    cancels: list[str] = Field(default_factory=list, max_length=20)
+
+
+class MessageEvent(_EventInBase):
+    kind: Literal["message"]
+    payload: MessagePayload
+
+
+class ToolCallEvent(_EventInBase):
+    kind: Literal["tool_call"]
+    payload: ToolCallPayload
+
+
+class FileEvent(_EventInBase):
+    kind: Literal["file"]
+    payload: FilePayload
+
+
+class CommitEvent(_EventInBase):
+    kind: Literal["commit"]
+    payload: CommitPayload
+
+
+EventIn = Annotated[MessageEvent | ToolCallEvent | FileEvent | CommitEvent, Field(discriminator="kind")]
+EventKind = Literal["message", "tool_call", "file", "commit"]
+
+
+class RememberRequest(WireModel):
+    stream: StreamName
+    events: list[EventIn] = Field(min_length=1, max_length=MAX_EVENTS_PER_BATCH)
+    wait: bool = False
+
+
+class EventReceipt(WireModel):
+    id: str
+    stream: str
+    seq: int
+    hash: str
+    prevHash: str  # noqa: N815
+    idempotencyKey: str  # noqa: N815
+    replayed: bool
+
+
+class RememberResponse(WireModel):
+    events: list[EventReceipt]
+    memories: list[dict[str, Any]] = Field(
+        default_factory=list, description="Provisional memories (arrive with the recall index)."
+    )
+
+
+class StoredEventOut(WireModel):
+    """An event as served for verification. Only the header fields and ``hash`` are proof."""
+
+    v: int
+    projectId: str  # noqa: N815
+    stream: str
+    seq: int
+    id: str
+    kind: str
+    idempotencyKey: str  # noqa: N815
+    occurredAt: str  # noqa: N815
+    receivedAt: str  # noqa: N815
+    payloadDigest: str  # noqa: N815
+    hash: str
+    prevHash: str  # noqa: N815
+    payload: dict[str, Any] | None = None
+    salt: str | None = None
+
+
+class EventsPage(WireModel):
+    events: list[StoredEventOut]
+    nextFromSeq: int | None = None  # noqa: N815
+
+
+class StreamHeadOut(WireModel):
+    stream: str
+    seq: int
+    hash: str
+
+
+class StreamsPage(WireModel):
+    streams: list[StreamHeadOut]
+    nextCursor: str | None = None  # noqa: N815
+
+
+class CreateProjectRequest(WireModel):
+    name: str = Field(min_length=1, max_length=128)
+
+
+class CreateProjectResponse(WireModel):
+    projectId: str  # noqa: N815
+    keyId: str  # noqa: N815
+    apiKey: str = Field(description="Shown once; Kaibo stores only a salted hash.")  # noqa: N815
+    scopes: list[Scope]
+
+
+def _default_scopes() -> list[Scope]:
+    return ["forget", "read", "write"]
+
+
+class CreateKeyRequest(WireModel):
+    scopes: list[Scope] = Field(default_factory=_default_scopes, min_length=1)
+
+
+class CreateKeyResponse(WireModel):
+    keyId: str  # noqa: N815
+    apiKey: str  # noqa: N815
+    scopes: list[Scope]
+
+
+class ErrorBody(WireModel):
+    code: str
+    message: str
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class ErrorResponse(WireModel):
+    error: ErrorBody

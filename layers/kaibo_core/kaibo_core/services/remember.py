@@ -1,0 +1,306 @@
+"""remember: append a batch of events to a stream, exactly once per idempotency key.
+
+1. Plan (pure, before any I/O): every limit and every canonical form is checked,
+   ids and salts are drawn, digests computed. A bad batch fails here whole.
+2. Append optimistically: read the head, chain the events onto it, write keys +
+   events + head in one transaction. On a lost race the head is re-read and the
+   append retried (bounded, full-jitter backoff); keys another writer claimed
+   meanwhile become replays.
+3. Replays return the original event (``replayed: true``) after checking that
+   the request really is a retry of it; a different event under a used key is a
+   409, decided before anything of the batch is written.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from kaibo_core import chain
+from kaibo_core.clock import Clock, format_instant, parse_instant, utc_now
+from kaibo_core.errors import (
+    ConflictError,
+    PayloadTooLargeError,
+    TooManyRequestsError,
+    UnprocessableError,
+)
+from kaibo_core.ids import event_id
+from kaibo_core.limits import MAX_APPEND_ATTEMPTS, MAX_OCCURRED_AT_LEAD, MAX_PAYLOAD_BYTES
+from kaibo_core.models.api import RememberRequest
+from kaibo_core.models.events import AppendConflictError, EventRecord, IdempotencyClaim, StreamHead
+from kaibo_core.storage_keys import ProjectId
+
+BACKOFF_BASE_SECONDS = 0.005
+BACKOFF_CAP_SECONDS = 0.2
+
+
+class EventLog(Protocol):
+    """What remember needs from storage (DynamoEventStore implements it).
+
+    ``append`` raises AppendConflictError when the transaction loses a race.
+    """
+
+    def read_head(self, project: ProjectId, stream: str) -> StreamHead: ...
+
+    def append(
+        self,
+        project: ProjectId,
+        stream: str,
+        expected: StreamHead,
+        records: Sequence[EventRecord],
+        received_at: str,
+    ) -> None: ...
+
+    def get_events(self, project: ProjectId, locations: Sequence[tuple[str, int]]) -> list[EventRecord]: ...
+
+
+@dataclass(frozen=True)
+class PlannedEvent:
+    index: int
+    event_id: str
+    kind: str
+    idempotency_key: str
+    occurred_at: str
+    occurred_at_given: bool
+    canonical_payload: str
+    salt: str
+    payload_digest: str
+
+
+@dataclass(frozen=True)
+class RememberedEvent:
+    record: EventRecord
+    replayed: bool
+
+
+@dataclass
+class RememberOutcome:
+    events: list[RememberedEvent]
+    attempts: int = 0
+    head_conflicts: int = 0
+    replays: int = 0
+    appended: int = 0
+
+
+@dataclass
+class _AppendState:
+    pending: list[PlannedEvent]
+    claims: dict[str, IdempotencyClaim] = field(default_factory=dict)
+    appended: dict[str, EventRecord] = field(default_factory=dict)
+
+
+def plan_batch(request: RememberRequest, received: datetime) -> list[PlannedEvent]:
+    """Validate what the schema cannot (duplicates, time, canonical form, size) and prepare each event."""
+    seen: dict[str, int] = {}
+    planned: list[PlannedEvent] = []
+    for index, event in enumerate(request.events):
+        if event.idempotencyKey in seen:
+            raise UnprocessableError(
+                "duplicate_idempotency_key",
+                f"events[{index}] repeats the idempotency key of events[{seen[event.idempotencyKey]}]; "
+                "each event in a batch needs its own key.",
+                {"index": index, "idempotencyKey": event.idempotencyKey},
+            )
+        seen[event.idempotencyKey] = index
+        occurred_at = _occurred_at(index, event.occurredAt, received)
+        payload = event.payload.model_dump(mode="python", exclude_unset=True)
+        try:
+            canonical = chain.canonical_payload(payload)
+        except chain.NotCanonicalizableError as exc:
+            raise UnprocessableError(
+                "not_canonicalizable",
+                f"events[{index}].payload has no RFC 8785 canonical form ({exc}). Integers must lie "
+                "within ±(2^53−1), other numbers outside [2^53, 10^21); NaN, Infinity and lone surrogates "
+                "are not allowed.",
+                {"index": index},
+            ) from exc
+        if len(canonical) > MAX_PAYLOAD_BYTES:
+            raise PayloadTooLargeError(
+                "event_too_large",
+                f"events[{index}].payload is {len(canonical)} bytes in canonical form; the limit is "
+                f"{MAX_PAYLOAD_BYTES}.",
+                {"index": index, "bytes": len(canonical), "limit": MAX_PAYLOAD_BYTES},
+            )
+        salt = secrets.token_hex(chain.SALT_BYTES)
+        planned.append(
+            PlannedEvent(
+                index=index,
+                event_id=event_id(),
+                kind=event.kind,
+                idempotency_key=event.idempotencyKey,
+                occurred_at=occurred_at,
+                occurred_at_given=event.occurredAt is not None,
+                canonical_payload=canonical.decode("utf-8"),
+                salt=salt,
+                payload_digest=chain.payload_digest(salt, canonical),
+            )
+        )
+    return planned
+
+
+def _occurred_at(index: int, text: str | None, received: datetime) -> str:
+    if text is None:
+        return format_instant(received)
+    try:
+        moment = parse_instant(text)
+    except ValueError as exc:
+        raise UnprocessableError(
+            "invalid_timestamp",
+            f"events[{index}].occurredAt is not an RFC 3339 timestamp with an offset: {exc}",
+            {"index": index, "field": "occurredAt"},
+        ) from exc
+    if moment - received > MAX_OCCURRED_AT_LEAD:
+        raise UnprocessableError(
+            "occurred_at_in_future",
+            f"events[{index}].occurredAt is more than {int(MAX_OCCURRED_AT_LEAD.total_seconds() // 60)} "
+            "minutes ahead of the server's clock; check the sender's clock.",
+            {"index": index, "occurredAt": text, "serverTime": format_instant(received)},
+        )
+    return format_instant(moment)
+
+
+def chain_records(
+    project: ProjectId, stream: str, head: StreamHead, events: Sequence[PlannedEvent], received_at: str
+) -> list[EventRecord]:
+    """Give each planned event the next seq and its hash, linked onto ``head``."""
+    records: list[EventRecord] = []
+    prev = head
+    for planned in events:
+        seq = prev.seq + 1
+        header = chain.event_header(
+            project_id=project,
+            stream=stream,
+            seq=seq,
+            event_id=planned.event_id,
+            kind=planned.kind,
+            idempotency_key=planned.idempotency_key,
+            occurred_at=planned.occurred_at,
+            received_at=received_at,
+            payload_digest=planned.payload_digest,
+        )
+        digest = chain.event_hash(prev.hash, header)
+        records.append(
+            EventRecord(
+                project_id=project,
+                stream=stream,
+                seq=seq,
+                id=planned.event_id,
+                kind=planned.kind,
+                idempotency_key=planned.idempotency_key,
+                occurred_at=planned.occurred_at,
+                received_at=received_at,
+                payload_digest=planned.payload_digest,
+                hash=digest,
+                prev_hash=prev.hash,
+                canonical_payload=planned.canonical_payload,
+                salt=planned.salt,
+            )
+        )
+        prev = StreamHead(seq=seq, hash=digest)
+    return records
+
+
+def is_retry_of(planned: PlannedEvent, stream: str, original: EventRecord) -> bool:
+    """Does this request event repeat the original one (so replaying it loses nothing)?"""
+    if original.stream != stream or original.kind != planned.kind:
+        return False
+    if planned.occurred_at_given and planned.occurred_at != original.occurred_at:
+        return False
+    if original.salt is None:
+        return True  # payload purged: nothing left to compare, the key decides
+    digest = chain.payload_digest(original.salt, planned.canonical_payload.encode("utf-8"))
+    return digest == original.payload_digest
+
+
+class RememberService:
+    def __init__(
+        self,
+        log: EventLog,
+        clock: Clock = utc_now,
+        sleep: Callable[[float], None] = time.sleep,
+        max_attempts: int = MAX_APPEND_ATTEMPTS,
+    ) -> None:
+        self._log = log
+        self._clock = clock
+        self._sleep = sleep
+        self._max_attempts = max_attempts
+
+    def remember(self, project: ProjectId, request: RememberRequest) -> RememberOutcome:
+        received = self._clock()
+        received_at = format_instant(received)
+        planned = plan_batch(request, received)
+        outcome = RememberOutcome(events=[])
+        state = _AppendState(pending=list(planned))
+        originals: dict[str, EventRecord] = {}
+        while state.pending:
+            if outcome.attempts >= self._max_attempts:
+                raise TooManyRequestsError(
+                    "stream_busy",
+                    f"Stream {request.stream!r} is receiving too many concurrent writes; retry with the "
+                    "same idempotency keys (nothing of this batch was written).",
+                    retry_after_seconds=1,
+                    details={"stream": request.stream, "attempts": outcome.attempts},
+                )
+            outcome.attempts += 1
+            head = self._log.read_head(project, request.stream)
+            records = chain_records(project, request.stream, head, state.pending, received_at)
+            try:
+                self._log.append(project, request.stream, head, records, received_at)
+            except AppendConflictError as conflict:
+                if conflict.claimed:
+                    originals.update(self._check_replays(project, request.stream, state, conflict.claimed))
+                if conflict.head_moved:
+                    outcome.head_conflicts += 1
+                    self._sleep(self._backoff(outcome.head_conflicts))
+                continue
+            state.appended.update({record.idempotency_key: record for record in records})
+            state.pending = []
+        for event in planned:
+            key = event.idempotency_key
+            if key in state.appended:
+                outcome.events.append(RememberedEvent(state.appended[key], replayed=False))
+            else:
+                outcome.events.append(RememberedEvent(originals[key], replayed=True))
+        outcome.appended = len(state.appended)
+        outcome.replays = len(originals)
+        return outcome
+
+    def _check_replays(
+        self,
+        project: ProjectId,
+        stream: str,
+        state: _AppendState,
+        claimed: dict[str, IdempotencyClaim],
+    ) -> dict[str, EventRecord]:
+        found = {
+            (r.stream, r.seq): r
+            for r in self._log.get_events(project, [(c.stream, c.seq) for c in claimed.values()])
+        }
+        originals: dict[str, EventRecord] = {}
+        for event in state.pending:
+            claim = claimed.get(event.idempotency_key)
+            if claim is None:
+                continue
+            original = found.get((claim.stream, claim.seq))
+            if original is None or original.id != claim.event_id:
+                raise RuntimeError(f"idempotency key {claim.idempotency_key!r} points at a missing event")
+            if not is_retry_of(event, stream, original):
+                raise ConflictError(
+                    "idempotency_key_reused",
+                    f"events[{event.index}] reuses idempotency key {event.idempotency_key!r}, which already "
+                    f"names a different event ({original.id} in stream {original.stream!r}). Use a new key "
+                    "for a new event; nothing of this batch was written.",
+                    {"index": event.index, "idempotencyKey": event.idempotency_key, "eventId": original.id},
+                )
+            originals[event.idempotency_key] = original
+        state.pending = [e for e in state.pending if e.idempotency_key not in claimed]
+        return originals
+
+    @staticmethod
+    def _backoff(conflicts: int) -> float:
+        return random.uniform(0, min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** min(conflicts, 10)))

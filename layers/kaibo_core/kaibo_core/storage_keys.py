@@ -1,0 +1,45 @@
+"""The one module that builds DynamoDB keys. Every key starts with the project.
+
+Handlers never build keys: they get a ``ProjectId`` from the authorizer context
+(kaibo_core.tenancy) and pass it to stores, which call these functions. Project
+ids and stream names never contain ``#``, so ``project#rest`` is unambiguous.
+"""
+
+from __future__ import annotations
+
+from typing import NewType
+
+ProjectId = NewType("ProjectId", str)
+
+#: The stream head lives in the stream's own partition, before seq 1.
+HEAD_SEQ = 0
+
+
+def events_pk(project: ProjectId, stream: str) -> str:
+    return f"{project}#{stream}"
+
+
+def event_key(project: ProjectId, stream: str, seq: int) -> dict[str, str | int]:
+    return {"pk": events_pk(project, stream), "seq": seq}
+
+
+def head_key(project: ProjectId, stream: str) -> dict[str, str | int]:
+    return event_key(project, stream, HEAD_SEQ)
+
+
+def stream_heads_partition(project: ProjectId) -> str:
+    """Partition key of the StreamHeads index (sparse: only head items carry it)."""
+    return project
+
+
+def idempotency_key(project: ProjectId, key: str) -> dict[str, str]:
+    return {"pk": f"{project}#{key}"}
+
+
+def project_key(project: ProjectId) -> dict[str, str]:
+    return {"pk": f"project#{project}"}
+
+
+def api_key_key(key_id: str) -> dict[str, str]:
+    """API keys are looked up before the project is known: keyed by key id alone."""
+    return {"pk": f"apikey#{key_id}"}

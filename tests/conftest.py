@@ -1,0 +1,77 @@
+"""Shared fixtures: the emulator with every table of template.yaml, and handler environments."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+
+FAKE_AWS_ENV = {
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_REGION": "us-east-1",
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "POWERTOOLS_SERVICE_NAME": "kaibo",
+    "POWERTOOLS_METRICS_NAMESPACE": "Kaibo",
+    "POWERTOOLS_TRACE_DISABLED": "true",
+}
+
+
+@dataclass(frozen=True)
+class AwsStack:
+    endpoint_url: str
+    tables: dict[str, str]
+    dynamodb: Any
+    admin_key: str
+    admin_key_hash: str
+
+    def function_env(self) -> dict[str, str]:
+        return {
+            **FAKE_AWS_ENV,
+            "AWS_ENDPOINT_URL": self.endpoint_url,
+            "KAIBO_EVENTS_TABLE": self.tables["EventsTable"],
+            "KAIBO_IDEMPOTENCY_TABLE": self.tables["IdempotencyTable"],
+            "KAIBO_PROJECTS_TABLE": self.tables["ProjectsTable"],
+            "KAIBO_ADMIN_KEY_HASH": self.admin_key_hash,
+        }
+
+
+@pytest.fixture(scope="session")
+def aws_stack() -> Iterator[AwsStack]:
+    """The emulator (DynamoDB serialized) with the template's tables, shared by the session."""
+    from kaibo_core.api_keys import issue_admin_key
+    from kaibo_local.emulator import start_emulator
+    from kaibo_local.template import create_tables, load_template
+
+    with start_emulator() as emulator:
+        client = boto3.client(
+            "dynamodb",
+            endpoint_url=emulator.endpoint_url,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            config=Config(retries={"max_attempts": 1}),
+        )
+        tables = create_tables(client, load_template(), secrets.token_hex(4))
+        admin_key, admin_hash = issue_admin_key()
+        yield AwsStack(emulator.endpoint_url, tables, client, admin_key, admin_hash)
+
+
+@pytest.fixture
+def handler_env(aws_stack: AwsStack, monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsStack]:
+    """Environment of a deployed function, pointed at the emulator; per-container caches cleared."""
+    from kaibo_core.adapters.aws import dynamodb_client
+    from kaibo_core.settings import get_settings
+
+    for name, value in aws_stack.function_env().items():
+        monkeypatch.setenv(name, value)
+    get_settings.cache_clear()
+    dynamodb_client.cache_clear()
+    yield aws_stack
+    get_settings.cache_clear()
+    dynamodb_client.cache_clear()

@@ -1,0 +1,475 @@
+"""template.yaml: it lints, and it says what the architecture needs where cfn-lint cannot tell.
+
+cfn-lint and ``sam validate --lint`` check the template's syntax and types. The tests below
+pin the decisions that a valid template can still get wrong: which function serves which
+route, how the authorizer is wired, each function's exact IAM actions on exact tables (least
+privilege), the tables' durability settings, and the gateway responses' error shape.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kaibo_core import api_keys
+from kaibo_core.adapters.dynamodb_events import STREAM_HEADS_INDEX
+from kaibo_local.template import (
+    REPO_ROOT,
+    TemplateError,
+    authorizer_function,
+    function_property,
+    function_specs,
+    parse_template,
+    resources_of_type,
+    table_specs,
+)
+
+TEMPLATE_PATH = REPO_ROOT / "template.yaml"
+TOOL_TIMEOUT_SECONDS = 180
+
+EXPECTED_ROUTES: dict[tuple[str, str], str] = {
+    ("POST", "/v1/admin/projects"): "AdminFunction",
+    ("POST", "/v1/admin/projects/{project_id}/keys"): "AdminFunction",
+    ("DELETE", "/v1/admin/keys/{key_id}"): "AdminFunction",
+    ("POST", "/v1/remember"): "RememberFunction",
+    ("GET", "/v1/streams"): "EventsFunction",
+    ("GET", "/v1/streams/{stream}/events"): "EventsFunction",
+}
+
+#: Function → the exact (action, resource) pairs it is allowed; resources as "Table" or
+#: "Table/index/Name". Anything more is a least-privilege regression; anything less breaks it.
+EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
+    "AuthorizerFunction": {("dynamodb:GetItem", "ProjectsTable")},
+    "AdminFunction": {
+        ("dynamodb:PutItem", "ProjectsTable"),
+        ("dynamodb:UpdateItem", "ProjectsTable"),
+        ("dynamodb:ConditionCheckItem", "ProjectsTable"),
+    },
+    "RememberFunction": {
+        ("dynamodb:GetItem", "EventsTable"),
+        ("dynamodb:PutItem", "EventsTable"),
+        ("dynamodb:BatchGetItem", "EventsTable"),
+        ("dynamodb:PutItem", "IdempotencyTable"),
+    },
+    "EventsFunction": {
+        ("dynamodb:Query", "EventsTable"),
+        ("dynamodb:Query", "EventsTable/index/StreamHeads"),
+    },
+}
+
+#: DynamoDB actions that change data: readers must have none.
+WRITE_ACTIONS = {
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:BatchWriteItem",
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:PartiQLInsert",
+    "dynamodb:PartiQLUpdate",
+    "dynamodb:PartiQLDelete",
+}
+
+#: Gateway response type → (status code or None to keep API Gateway's, error code).
+EXPECTED_GATEWAY_RESPONSES: dict[str, tuple[str | None, str]] = {
+    "UNAUTHORIZED": ("401", "unauthorized"),
+    "ACCESS_DENIED": ("403", "forbidden"),
+    "MISSING_AUTHENTICATION_TOKEN": ("404", "not_found"),
+    "RESOURCE_NOT_FOUND": ("404", "not_found"),
+    "THROTTLED": ("429", "rate_limited"),
+    "QUOTA_EXCEEDED": ("429", "quota_exceeded"),
+    "REQUEST_TOO_LARGE": ("413", "request_too_large"),
+    "BAD_REQUEST_BODY": ("400", "bad_request"),
+    "AUTHORIZER_FAILURE": ("500", "internal_error"),
+    "AUTHORIZER_CONFIGURATION_ERROR": ("500", "internal_error"),
+    "INTEGRATION_TIMEOUT": ("504", "timeout"),
+    "DEFAULT_4XX": (None, "bad_request"),
+    "DEFAULT_5XX": (None, "internal_error"),
+}
+
+EXPECTED_TABLE_KEYS: dict[str, list[tuple[str, str, str]]] = {
+    # table → [(attribute, type, key type)]
+    "EventsTable": [("pk", "S", "HASH"), ("seq", "N", "RANGE")],
+    "IdempotencyTable": [("pk", "S", "HASH")],
+    "ProjectsTable": [("pk", "S", "HASH")],
+}
+
+
+def api(template: Mapping[str, Any]) -> dict[str, Any]:
+    props: dict[str, Any] = template["Resources"]["KaiboApi"]["Properties"]
+    return props
+
+
+def function_ids(template: Mapping[str, Any]) -> list[str]:
+    return [logical_id for logical_id, _ in resources_of_type(template, "AWS::Serverless::Function")]
+
+
+def resource_name(resource: Any) -> str:
+    """``!GetAtt T.Arn`` → "T"; ``!Sub "${T.Arn}/index/I"`` → "T/index/I"; anything else fails."""
+    if isinstance(resource, dict) and "Fn::GetAtt" in resource:
+        table, attribute = resource["Fn::GetAtt"]
+        assert attribute == "Arn", resource
+        return str(table)
+    if isinstance(resource, dict) and isinstance(resource.get("Fn::Sub"), str):
+        match = re.fullmatch(r"\$\{(\w+)\.Arn\}(/index/\w+)", resource["Fn::Sub"])
+        assert match, f"unexpected resource {resource}"
+        return match.group(1) + match.group(2)
+    raise AssertionError(f"resource {resource!r} is not an exact table or index ARN")
+
+
+def permissions(template: Mapping[str, Any], function: str) -> set[tuple[str, str]]:
+    policies = template["Resources"][function]["Properties"].get("Policies", [])
+    pairs: set[tuple[str, str]] = set()
+    for policy in policies:
+        assert isinstance(policy, dict), (
+            f"{function}: {policy!r} is a managed/SAM policy, not a statement list"
+        )
+        assert set(policy) == {"Statement"}, f"{function}: {sorted(policy)} (only inline Statement lists)"
+        for statement in policy["Statement"]:
+            assert statement["Effect"] == "Allow"
+            assert set(statement) <= {"Effect", "Action", "Resource"}, statement
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            resources = (
+                statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            )
+            for action in actions:
+                assert "*" not in action, f"{function}: wildcard action {action}"
+                for resource in resources:
+                    pairs.add((action, resource_name(resource)))
+    return pairs
+
+
+def tool_env() -> dict[str, str]:
+    """What the tools need, and no AWS credentials: both run offline."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "SAM_CLI_TELEMETRY": "0",
+    }
+    for name in ("LANG", "LC_ALL", "SYSTEMROOT"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
+def run_tool(tools_bin: Path, tool: str, *args: str) -> subprocess.CompletedProcess[str]:
+    executable = tools_bin / tool
+    assert executable.is_file(), f"{tool} is missing from {tools_bin} (see requirements-tools.txt)"
+    return subprocess.run(
+        [str(executable), *args],
+        cwd=REPO_ROOT,
+        env=tool_env(),
+        capture_output=True,
+        text=True,
+        timeout=TOOL_TIMEOUT_SECONDS,
+        check=False,
+    )
+
+
+# --- Linters ---------------------------------------------------------------------------------------
+
+
+def test_given_the_template_when_cfn_lint_runs_then_it_reports_nothing(tools_bin: Path) -> None:
+    result = run_tool(tools_bin, "cfn-lint", "--", str(TEMPLATE_PATH))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip() == "", result.stdout
+
+
+def test_given_the_template_when_sam_validate_lints_it_then_it_is_valid(tools_bin: Path) -> None:
+    # Run from the repository root, so samconfig.toml is read (and must parse) too.
+    result = run_tool(tools_bin, "sam", "validate", "--lint", "--template-file", str(TEMPLATE_PATH))
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "is a valid SAM Template" in output
+    assert not re.search(r"\[[EWI]\d{4}", output), output
+
+
+# --- Loader (local/kaibo_local/template.py) ---------------------------------------------------------
+
+
+def test_given_short_form_tags_when_parsed_then_they_become_long_form_intrinsics() -> None:
+    parsed = parse_template(
+        "AWSTemplateFormatVersion: 2010-09-09\n"
+        "Resources:\n"
+        "  R:\n"
+        "    Type: X\n"
+        "    Properties:\n"
+        "      a: !Ref P\n"
+        "      b: !GetAtt T.StreamArn\n"
+        "      c: !GetAtt [T, Arn]\n"
+        "      d: !Sub '${T.Arn}/index/I'\n"
+        "      e: !If [C, !Select [0, !Split [',', 'x,y']], !Ref 'AWS::NoValue']\n"
+        "      f: !Not [!Equals [!Condition C, 'true']]\n"
+        "      g: !GetAZs ''\n"
+    )
+    assert parsed["AWSTemplateFormatVersion"] == "2010-09-09"  # a string, as CloudFormation reads it
+    props = parsed["Resources"]["R"]["Properties"]
+    assert props["a"] == {"Ref": "P"}
+    assert props["b"] == {"Fn::GetAtt": ["T", "StreamArn"]}
+    assert props["c"] == {"Fn::GetAtt": ["T", "Arn"]}
+    assert props["d"] == {"Fn::Sub": "${T.Arn}/index/I"}
+    assert props["e"] == {
+        "Fn::If": ["C", {"Fn::Select": [0, {"Fn::Split": [",", "x,y"]}]}, {"Ref": "AWS::NoValue"}]
+    }
+    assert props["f"] == {"Fn::Not": [{"Fn::Equals": [{"Condition": "C"}, "true"]}]}
+    assert props["g"] == {"Fn::GetAZs": ""}
+
+
+def test_given_a_document_without_resources_when_parsed_then_it_is_refused() -> None:
+    with pytest.raises(TemplateError):
+        parse_template("Parameters: {}\n")
+
+
+# --- Routes and authorizer --------------------------------------------------------------------------
+
+
+def test_given_the_template_then_every_route_is_served_by_its_function(template: dict[str, Any]) -> None:
+    routes = [route for spec in function_specs(template) for route in spec.routes]
+    served = {(route.method, route.path): route.function_logical_id for route in routes}
+    assert len(served) == len(routes), "a route is declared twice"
+    assert served == EXPECTED_ROUTES
+
+
+def test_given_the_template_then_every_route_is_on_kaibo_api_behind_the_authorizer(
+    template: dict[str, Any],
+) -> None:
+    for spec in function_specs(template):
+        for name, event in (template["Resources"][spec.logical_id]["Properties"].get("Events") or {}).items():
+            assert event["Type"] == "Api", f"{spec.logical_id}.{name}"
+            assert event["Properties"]["RestApiId"] == {"Ref": "KaiboApi"}, f"{spec.logical_id}.{name}"
+        assert all(route.authorized for route in spec.routes), spec.logical_id
+    assert not any("{proxy+}" in path for _, path in EXPECTED_ROUTES)
+
+
+def test_given_the_api_then_the_token_authorizer_guards_it(template: dict[str, Any]) -> None:
+    auth = api(template)["Auth"]
+    assert auth["DefaultAuthorizer"] == "KeyAuthorizer"
+    assert auth["AddDefaultAuthorizerToCorsPreflight"] is False
+    authorizer = auth["Authorizers"]["KeyAuthorizer"]
+    assert authorizer["FunctionPayloadType"] == "TOKEN"
+    assert authorizer["FunctionArn"] == {"Fn::GetAtt": ["AuthorizerFunction", "Arn"]}
+    identity = authorizer["Identity"]
+    assert identity["Header"] == "Authorization"
+    assert identity["ReauthorizeEvery"] == 60
+    assert authorizer_function(template) == "AuthorizerFunction"
+    assert not template["Resources"]["AuthorizerFunction"]["Properties"].get("Events")
+
+
+def test_given_the_header_check_then_it_passes_real_keys_and_refuses_malformed_headers(
+    template: dict[str, Any],
+) -> None:
+    pattern = re.compile(
+        api(template)["Auth"]["Authorizers"]["KeyAuthorizer"]["Identity"]["ValidationExpression"]
+    )
+    admin_key, _ = api_keys.issue_admin_key()
+    for key in (api_keys.issue_key().api_key, admin_key):
+        assert pattern.fullmatch(f"Bearer {key}"), key
+    for header in (
+        "",
+        "Bearer",
+        "Bearer ",
+        "Basic dXNlcjpwYXNz",
+        "bearer kb_x",
+        "Bearer kb x",
+        "Bearer kb_x\n",
+    ):
+        assert not pattern.fullmatch(header), repr(header)
+
+
+def test_given_the_api_then_it_is_a_traced_throttled_rest_api_serving_zip(template: dict[str, Any]) -> None:
+    props = api(template)
+    assert template["Resources"]["KaiboApi"]["Type"] == "AWS::Serverless::Api"
+    assert props["StageName"] == {"Ref": "StageName"}
+    assert props["TracingEnabled"] is True
+    assert [media.replace("~1", "/") for media in props["BinaryMediaTypes"]] == ["application/zip"]
+    (defaults,) = props["MethodSettings"]
+    assert (defaults["ResourcePath"], defaults["HttpMethod"]) == ("/*", "*")
+    assert defaults["ThrottlingRateLimit"] > 0
+    assert defaults["ThrottlingBurstLimit"] >= defaults["ThrottlingRateLimit"]
+    assert not defaults.get("DataTraceEnabled"), "data trace would log request bodies (people's words)"
+
+
+@pytest.mark.parametrize(("response_type", "expected"), sorted(EXPECTED_GATEWAY_RESPONSES.items()))
+def test_given_a_gateway_error_then_it_answers_in_the_api_error_shape(
+    template: dict[str, Any], response_type: str, expected: tuple[str | None, str]
+) -> None:
+    status, code = expected
+    response = api(template)["GatewayResponses"][response_type]
+    assert (str(response["StatusCode"]) if "StatusCode" in response else None) == status
+    body_template = response["ResponseTemplates"]["application/json"]
+    assert "$context.requestId" in body_template
+    body = json.loads(body_template.replace("$context.requestId", "req-1"))
+    assert body == {
+        "error": {"code": code, "message": body["error"]["message"], "details": {"requestId": "req-1"}}
+    }
+    assert body["error"]["message"].strip()
+    headers = (response.get("ResponseParameters") or {}).get("Headers") or {}
+    if status == "429":
+        assert re.fullmatch(r"'\d+'", headers.get("Retry-After", "")), "429 needs a Retry-After header"
+    if status == "401":
+        assert headers.get("WWW-Authenticate") == "'Bearer'"
+
+
+def test_given_the_gateway_responses_then_none_is_left_undeclared(template: dict[str, Any]) -> None:
+    assert set(api(template)["GatewayResponses"]) == set(EXPECTED_GATEWAY_RESPONSES)
+
+
+# --- Functions --------------------------------------------------------------------------------------
+
+
+def test_given_every_function_then_its_permissions_are_exactly_the_listed_ones(
+    template: dict[str, Any],
+) -> None:
+    assert set(function_ids(template)) == set(EXPECTED_PERMISSIONS), "a function without a permission list"
+    for function, expected in EXPECTED_PERMISSIONS.items():
+        props = template["Resources"][function]["Properties"]
+        assert "Role" not in props, f"{function}: an explicit Role bypasses the reviewed Policies"
+        assert permissions(template, function) == expected, function
+
+
+def test_given_the_readers_then_they_cannot_write(template: dict[str, Any]) -> None:
+    for reader in ("EventsFunction", "AuthorizerFunction"):
+        assert not {action for action, _ in permissions(template, reader)} & WRITE_ACTIONS, reader
+
+
+def test_given_the_admin_key_hash_then_only_the_authorizer_receives_it(template: dict[str, Any]) -> None:
+    specs = {spec.logical_id: spec for spec in function_specs(template)}
+    holders = {name for name, spec in specs.items() if "KAIBO_ADMIN_KEY_HASH" in spec.environment}
+    assert holders == {"AuthorizerFunction"}
+    assert specs["AuthorizerFunction"].environment["KAIBO_ADMIN_KEY_HASH"] == {"Ref": "AdminKeyHash"}
+
+
+def test_given_every_function_then_it_finds_its_tables_and_powertools_settings(
+    template: dict[str, Any],
+) -> None:
+    for spec in function_specs(template):
+        env = spec.environment
+        assert env["KAIBO_EVENTS_TABLE"] == {"Ref": "EventsTable"}, spec.logical_id
+        assert env["KAIBO_IDEMPOTENCY_TABLE"] == {"Ref": "IdempotencyTable"}, spec.logical_id
+        assert env["KAIBO_PROJECTS_TABLE"] == {"Ref": "ProjectsTable"}, spec.logical_id
+        assert env["POWERTOOLS_SERVICE_NAME"] == "kaibo"
+        assert env["POWERTOOLS_METRICS_NAMESPACE"] == "Kaibo"
+        assert env["POWERTOOLS_LOG_LEVEL"] == env["LOG_LEVEL"] == {"Ref": "LogLevel"}
+        assert "POWERTOOLS_DEV" not in env, "POWERTOOLS_DEV prints whole events"
+
+
+def test_given_every_function_then_it_runs_python311_on_x86_64_with_the_layer(
+    template: dict[str, Any],
+) -> None:
+    for spec in function_specs(template):
+        function = spec.logical_id
+        assert function_property(template, function, "Runtime") == "python3.11", function
+        assert function_property(template, function, "Architectures") == ["x86_64"], function
+        assert function_property(template, function, "Tracing") == "Active", function
+        assert function_property(template, function, "Layers") == [{"Ref": "KaiboCoreLayer"}], function
+        assert (spec.handler_module, spec.handler_name) == ("app", "lambda_handler"), function
+        if spec.routes:
+            timeout = function_property(template, function, "Timeout")
+            assert isinstance(timeout, int), function
+            assert timeout < 29, f"{function}: API Gateway gives up at 29 s"
+
+
+# --- Layer ------------------------------------------------------------------------------------------
+
+
+def test_given_the_layer_then_sam_builds_it_for_python311_x86_64_from_exact_pins(
+    template: dict[str, Any],
+) -> None:
+    layer = template["Resources"]["KaiboCoreLayer"]
+    assert layer["Type"] == "AWS::Serverless::LayerVersion"
+    assert layer["Metadata"] == {"BuildMethod": "python3.11", "BuildArchitecture": "x86_64"}
+    props = layer["Properties"]
+    assert props["ContentUri"] == "layers/kaibo_core/"
+    assert props["CompatibleRuntimes"] == ["python3.11"]
+    assert props["CompatibleArchitectures"] == ["x86_64"]
+    layer_dir = REPO_ROOT / props["ContentUri"]
+    assert (layer_dir / "kaibo_core" / "__init__.py").is_file()
+    requirements = [
+        line.split("#", 1)[0].strip()
+        for line in (layer_dir / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    ]
+    pins = [line for line in requirements if line]
+    assert pins, "the layer has no requirements"
+    loose = [line for line in pins if not re.fullmatch(r"[A-Za-z0-9._-]+==[A-Za-z0-9.+!-]+", line)]
+    assert not loose, f"sam build resolves these afresh; pin them exactly: {loose}"
+
+
+# --- Tables -----------------------------------------------------------------------------------------
+
+
+def test_given_the_tables_then_they_are_on_demand_recoverable_encrypted_and_retained(
+    template: dict[str, Any],
+) -> None:
+    tables = dict(resources_of_type(template, "AWS::DynamoDB::Table"))
+    assert set(tables) == set(EXPECTED_TABLE_KEYS)
+    for name, table in tables.items():
+        props = table["Properties"]
+        assert props["BillingMode"] == "PAY_PER_REQUEST", name
+        assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}, name
+        assert props["SSESpecification"]["SSEEnabled"] is True, name
+        assert table["DeletionPolicy"] == table["UpdateReplacePolicy"] == "Retain", name
+        assert "TableName" not in props, f"{name}: a fixed name blocks replacement and a second stack"
+
+
+def test_given_the_tables_then_their_keys_are_what_the_stores_use(template: dict[str, Any]) -> None:
+    specs = {spec.logical_id: spec.create_table_kwargs for spec in table_specs(template, "contract")}
+    for name, keys in EXPECTED_TABLE_KEYS.items():
+        kwargs = specs[name]
+        types = {a["AttributeName"]: a["AttributeType"] for a in kwargs["AttributeDefinitions"]}
+        assert [
+            (k["AttributeName"], types[k["AttributeName"]], k["KeyType"]) for k in kwargs["KeySchema"]
+        ] == keys
+        assert kwargs["TableName"] == f"kaibo-{name}-contract"
+        assert set(kwargs) <= {
+            "TableName",
+            "AttributeDefinitions",
+            "KeySchema",
+            "BillingMode",
+            "GlobalSecondaryIndexes",
+        }
+    (heads,) = specs["EventsTable"]["GlobalSecondaryIndexes"]
+    assert heads["IndexName"] == STREAM_HEADS_INDEX
+    assert [(k["AttributeName"], k["KeyType"]) for k in heads["KeySchema"]] == [
+        ("headsPk", "HASH"),
+        ("headsSk", "RANGE"),
+    ]
+    assert heads["Projection"]["ProjectionType"] == "INCLUDE"
+    assert sorted(heads["Projection"]["NonKeyAttributes"]) == ["headHash", "headSeq", "stream"]
+    for name in ("IdempotencyTable", "ProjectsTable"):
+        assert "GlobalSecondaryIndexes" not in specs[name]
+
+
+# --- Parameters and outputs -------------------------------------------------------------------------
+
+
+def test_given_the_admin_key_hash_parameter_then_it_is_secret_and_takes_only_a_sha256(
+    template: dict[str, Any],
+) -> None:
+    parameter = template["Parameters"]["AdminKeyHash"]
+    assert parameter["NoEcho"] is True
+    assert "Default" not in parameter
+    pattern = re.compile(parameter["AllowedPattern"])
+    _, good = api_keys.issue_admin_key()
+    assert pattern.fullmatch(good)
+    for bad in ("", good[:-1], good + "0", good.upper(), "g" * 64, api_keys.issue_admin_key()[0]):
+        assert not pattern.fullmatch(bad), bad
+    assert template["Parameters"]["StageName"]["Default"] == "prod"
+    assert template["Parameters"]["LogLevel"]["Default"] == "INFO"
+
+
+def test_given_the_outputs_then_they_name_the_api_url_tables_and_layer(template: dict[str, Any]) -> None:
+    outputs = template["Outputs"]
+    assert outputs["ApiUrl"]["Value"] == {
+        "Fn::Sub": "https://${KaiboApi}.execute-api.${AWS::Region}.amazonaws.com/${StageName}"
+    }
+    assert outputs["EventsTableName"]["Value"] == {"Ref": "EventsTable"}
+    assert outputs["IdempotencyTableName"]["Value"] == {"Ref": "IdempotencyTable"}
+    assert outputs["ProjectsTableName"]["Value"] == {"Ref": "ProjectsTable"}
+    assert outputs["KaiboCoreLayerArn"]["Value"] == {"Ref": "KaiboCoreLayer"}

@@ -1,0 +1,74 @@
+"""Calling the real handlers in-process with API Gateway events."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from kaibo_local.apigw_events import rest_proxy_event
+
+
+@dataclass
+class FakeLambdaContext:
+    function_name: str = "kaibo-test"
+    memory_limit_in_mb: int = 512
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:kaibo-test"
+    aws_request_id: str = "test-request"
+
+
+@dataclass
+class Reply:
+    status: int
+    body: Any
+    headers: dict[str, str]
+
+
+def handler_module(name: str) -> ModuleType:
+    module = importlib.import_module(f"functions.{name}.app")
+    if hasattr(module, "service"):
+        module.service.cache_clear()
+    return module
+
+
+def project_context(project: str, scopes: str = "forget read write") -> dict[str, Any]:
+    return {
+        "role": "project",
+        "keyId": "0123456789abcdef",
+        "projectId": project,
+        "scopes": scopes,
+        "principalId": "0123456789abcdef",
+    }
+
+
+ADMIN_CONTEXT = {"role": "admin", "keyId": "admin", "scopes": "admin", "principalId": "admin"}
+
+
+def call(
+    function: str,
+    method: str,
+    path: str,
+    *,
+    resource: str | None = None,
+    path_parameters: dict[str, str] | None = None,
+    body: Any = None,
+    raw_body: bytes | str | None = None,
+    query: list[tuple[str, str]] | None = None,
+    context: dict[str, Any] | None = None,
+) -> Reply:
+    payload = raw_body if raw_body is not None else (json.dumps(body) if body is not None else None)
+    event = rest_proxy_event(
+        method,
+        path,
+        resource=resource,
+        path_parameters=path_parameters,
+        query=query or [],
+        headers=[("Content-Type", "application/json")],
+        body=payload,
+        authorizer=context,
+    )
+    result = handler_module(function).lambda_handler(event, FakeLambdaContext())
+    text = result.get("body") or ""
+    return Reply(result["statusCode"], json.loads(text) if text else None, result.get("headers") or {})

@@ -1,0 +1,549 @@
+"""The local emulator behaves like DynamoDB where Kaibo relies on it (kaibo_local.emulator).
+
+Everything goes over HTTP through boto3 to one emulator started for the module; each test makes
+its own small tables, so tests share the (process-wide) moto state without seeing each other.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+from moto.dynamodb import models as dynamodb_models
+from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.table import Table
+from moto.sqs.models import SQSBackend
+
+from kaibo_local import emulator
+from kaibo_local.emulator import Emulator, start_emulator
+
+WRITERS = 8
+INCREMENTS_PER_WRITER = 25
+DEADLINE_SECONDS = 60
+
+
+@pytest.fixture(scope="module")
+def emu() -> Iterator[Emulator]:
+    with start_emulator() as running:
+        yield running
+
+
+def make_client(endpoint_url: str, service: str) -> Any:
+    return boto3.client(
+        service,
+        endpoint_url=endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(retries={"max_attempts": 1}),
+    )
+
+
+@pytest.fixture(scope="module")
+def ddb(emu: Emulator) -> Any:
+    return make_client(emu.endpoint_url, "dynamodb")
+
+
+def create_table(ddb: Any, *, range_key: bool = False, streams: bool = False) -> str:
+    name = f"emu-{uuid.uuid4().hex[:10]}"
+    keys = [("pk", "HASH"), ("sk", "RANGE")] if range_key else [("pk", "HASH")]
+    extra: dict[str, Any] = {}
+    if streams:
+        extra["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
+    ddb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": attr, "KeyType": kind} for attr, kind in keys],
+        AttributeDefinitions=[{"AttributeName": attr, "AttributeType": "S"} for attr, _ in keys],
+        BillingMode="PAY_PER_REQUEST",
+        **extra,
+    )
+    return name
+
+
+@pytest.fixture
+def table(ddb: Any) -> str:
+    return create_table(ddb)
+
+
+def put(ddb: Any, table: str, pk: str, **attrs: Any) -> None:
+    ddb.put_item(TableName=table, Item={"pk": {"S": pk}, **attrs})
+
+
+def contents(ddb: Any, table: str) -> list[dict[str, Any]]:
+    pages = ddb.get_paginator("scan").paginate(TableName=table, ConsistentRead=True)
+    items = [item for page in pages for item in page["Items"]]
+    return sorted(items, key=lambda item: (item["pk"]["S"], item.get("sk", {}).get("S", "")))
+
+
+def transact(ddb: Any, *actions: dict[str, Any]) -> None:
+    ddb.transact_write_items(TransactItems=list(actions))
+
+
+def error_of(call: Callable[[], object]) -> ClientError:
+    with pytest.raises(ClientError) as caught:
+        call()
+    return caught.value
+
+
+# --- The pin on the replaced moto function -------------------------------------------------------
+
+
+def test_the_replaced_moto_function_is_the_pinned_one() -> None:
+    emulator.install_patches()
+    emulator.install_patches()  # idempotent
+
+    assert DynamoDBBackend.transact_write_items is emulator.transact_write_items
+    original = emulator.original_transact_write_items()
+    assert emulator.source_sha256(original) == emulator.PATCHED_FUNCTION_SHA256
+
+
+def test_install_patches_refuses_a_moto_function_it_was_not_written_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    emulator.uninstall_patches()
+    try:
+        monkeypatch.setattr(emulator, "PATCHED_FUNCTION_SHA256", "0" * 64)
+        with pytest.raises(RuntimeError, match="re-check"):
+            emulator.install_patches()
+        assert DynamoDBBackend.transact_write_items is not emulator.transact_write_items
+    finally:
+        monkeypatch.undo()
+        emulator.install_patches()
+    assert DynamoDBBackend.transact_write_items is emulator.transact_write_items
+
+
+# --- Transactions: all or nothing, with DynamoDB's cancellation reasons -------------------------
+
+
+def seed(ddb: Any, table: str, pairs: str) -> None:
+    for pk, n in (pair.split("=") for pair in pairs.split()):
+        put(ddb, table, pk, n={"N": n})
+
+
+def test_a_cancelled_transaction_applies_nothing_and_reports_positional_reasons(ddb: Any) -> None:
+    table = create_table(ddb, streams=True)
+    composite = create_table(ddb, range_key=True)
+    seed(ddb, table, "a=1 b=2 c=3 e=5")
+    ddb.put_item(TableName=composite, Item={"pk": {"S": "p"}, "sk": {"S": "s"}, "n": {"N": "7"}})
+    before = (contents(ddb, table), contents(ddb, composite))
+    stream_before = stream_records(ddb, table)
+
+    error = error_of(
+        lambda: transact(
+            ddb,
+            {"Put": {"TableName": table, "Item": {"pk": {"S": "d"}, "n": {"N": "4"}}}},
+            {
+                "Update": {
+                    "TableName": table,
+                    "Key": {"pk": {"S": "a"}},
+                    "UpdateExpression": "SET n = n + :one",
+                    "ExpressionAttributeValues": {":one": {"N": "1"}},
+                }
+            },
+            {
+                "ConditionCheck": {
+                    "TableName": table,
+                    "Key": {"pk": {"S": "b"}},
+                    "ConditionExpression": "n = :wrong",
+                    "ExpressionAttributeValues": {":wrong": {"N": "99"}},
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            },
+            {"Delete": {"TableName": table, "Key": {"pk": {"S": "c"}}}},
+            {
+                "Put": {
+                    "TableName": table,
+                    "Item": {"pk": {"S": "e"}, "n": {"N": "50"}},
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            },
+            {
+                "Update": {
+                    "TableName": composite,
+                    "Key": {"pk": {"S": "p"}, "sk": {"S": "s"}},
+                    "UpdateExpression": "SET n = :eight",
+                    "ConditionExpression": "n = :seven",
+                    "ExpressionAttributeValues": {":eight": {"N": "8"}, ":seven": {"N": "7"}},
+                }
+            },
+        )
+    )
+
+    assert error.response["Error"]["Code"] == "TransactionCanceledException"
+    reasons = error.response["CancellationReasons"]
+    assert [reason["Code"] for reason in reasons] == [
+        "None",
+        "None",
+        "ConditionalCheckFailed",
+        "None",
+        "ConditionalCheckFailed",
+        "None",
+    ]
+    assert reasons[2]["Message"] == "The conditional request failed"
+    assert reasons[2]["Item"] == {"pk": {"S": "b"}, "n": {"N": "2"}}
+    assert "Item" not in reasons[4]  # ALL_OLD was not asked for
+    assert "[None, None, ConditionalCheckFailed, None, ConditionalCheckFailed, None]" in str(error)
+    assert (contents(ddb, table), contents(ddb, composite)) == before
+    assert stream_records(ddb, table) == stream_before
+
+
+def test_a_successful_transaction_applies_every_write(ddb: Any) -> None:
+    table = create_table(ddb, streams=True)
+    composite = create_table(ddb, range_key=True)
+    seed(ddb, table, "a=1 b=2 c=3")
+    ddb.put_item(TableName=composite, Item={"pk": {"S": "p"}, "sk": {"S": "s"}, "n": {"N": "7"}})
+    stream_before = len(stream_records(ddb, table))
+
+    transact(
+        ddb,
+        {
+            "Put": {
+                "TableName": table,
+                "Item": {"pk": {"S": "d"}, "n": {"N": "4"}},
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        },
+        {
+            "Update": {
+                "TableName": table,
+                "Key": {"pk": {"S": "a"}},
+                "UpdateExpression": "SET n = n + :one, tag = :tag",
+                "ConditionExpression": "n = :n",
+                "ExpressionAttributeValues": {":one": {"N": "1"}, ":tag": {"S": "x"}, ":n": {"N": "1"}},
+            }
+        },
+        {
+            "ConditionCheck": {
+                "TableName": table,
+                "Key": {"pk": {"S": "b"}},
+                "ConditionExpression": "n = :two",
+                "ExpressionAttributeValues": {":two": {"N": "2"}},
+            }
+        },
+        {
+            "Delete": {
+                "TableName": table,
+                "Key": {"pk": {"S": "c"}},
+                "ConditionExpression": "attribute_exists(pk)",
+            }
+        },
+        {
+            "Update": {
+                "TableName": composite,
+                "Key": {"pk": {"S": "p"}, "sk": {"S": "s"}},
+                "UpdateExpression": "SET n = :eight",
+                "ExpressionAttributeValues": {":eight": {"N": "8"}},
+            }
+        },
+        {
+            "Update": {
+                "TableName": composite,
+                "Key": {"pk": {"S": "p"}, "sk": {"S": "new"}},
+                "UpdateExpression": "SET n = :one",
+                "ExpressionAttributeValues": {":one": {"N": "1"}},
+            }
+        },
+    )
+
+    assert contents(ddb, table) == [
+        {"pk": {"S": "a"}, "n": {"N": "2"}, "tag": {"S": "x"}},
+        {"pk": {"S": "b"}, "n": {"N": "2"}},
+        {"pk": {"S": "d"}, "n": {"N": "4"}},
+    ]
+    assert contents(ddb, composite) == [
+        {"pk": {"S": "p"}, "sk": {"S": "new"}, "n": {"N": "1"}},
+        {"pk": {"S": "p"}, "sk": {"S": "s"}, "n": {"N": "8"}},
+    ]
+    new_records = stream_records(ddb, table)[stream_before:]
+    assert [record["eventName"] for record in new_records] == ["INSERT", "MODIFY", "REMOVE"]
+
+
+def stream_records(ddb: Any, table: str) -> list[dict[str, Any]]:
+    streams = make_client(ddb.meta.endpoint_url, "dynamodbstreams")
+    arn = ddb.describe_table(TableName=table)["Table"]["LatestStreamArn"]
+    shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
+    iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")
+    records: list[dict[str, Any]] = streams.get_records(ShardIterator=iterator["ShardIterator"])["Records"]
+    return records
+
+
+def test_a_failed_update_expression_rejects_the_whole_transaction(ddb: Any, table: str) -> None:
+    seed(ddb, table, "a=1")
+    before = contents(ddb, table)
+
+    error = error_of(
+        lambda: transact(
+            ddb,
+            {"Put": {"TableName": table, "Item": {"pk": {"S": "b"}}}},
+            {
+                "Update": {
+                    "TableName": table,
+                    "Key": {"pk": {"S": "a"}},
+                    "UpdateExpression": "SET n = nothere + :one",
+                    "ExpressionAttributeValues": {":one": {"N": "1"}},
+                }
+            },
+        )
+    )
+
+    assert error.response["Error"]["Code"] == "ValidationException"
+    assert "attribute that does not exist" in error.response["Error"]["Message"]
+    assert contents(ddb, table) == before  # the Put before it was not applied
+
+
+# --- DynamoDB's transaction limits ---------------------------------------------------------------
+
+
+def put_action(table: str, pk: str, **attrs: Any) -> dict[str, Any]:
+    return {"Put": {"TableName": table, "Item": {"pk": {"S": pk}, **attrs}}}
+
+
+def assert_validation_error(ddb: Any, table: str, actions: list[dict[str, Any]], message: str) -> None:
+    error = error_of(lambda: transact(ddb, *actions))
+    assert error.response["Error"]["Code"] == "ValidationException"
+    assert message in error.response["Error"]["Message"]
+    assert contents(ddb, table) == []
+
+
+def test_more_than_100_actions_is_a_validation_error(ddb: Any, table: str) -> None:
+    actions = [put_action(table, f"k{i}") for i in range(101)]
+    assert_validation_error(ddb, table, actions, "Member must have length less than or equal to 100")
+
+    transact(ddb, *actions[:100])
+    assert len(contents(ddb, table)) == 100
+
+
+def test_the_same_item_twice_is_a_validation_error(ddb: Any, table: str) -> None:
+    actions = [
+        put_action(table, "a"),
+        put_action(table, "b"),
+        {
+            "ConditionCheck": {
+                "TableName": table,
+                "Key": {"pk": {"S": "a"}},
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        },
+    ]
+    assert_validation_error(
+        ddb, table, actions, "Transaction request cannot include multiple operations on one item"
+    )
+
+
+def test_an_item_over_400_kb_is_a_validation_error(ddb: Any, table: str) -> None:
+    over = "x" * (emulator.MAX_ITEM_BYTES + 1 - len("pk") - len("a") - len("blob"))
+    actions = [put_action(table, "small"), put_action(table, "a", blob={"S": over})]
+    assert_validation_error(ddb, table, actions, "Item size has exceeded the maximum allowed size")
+
+
+def test_a_request_over_4_mb_is_a_validation_error(ddb: Any, table: str) -> None:
+    blob = {"S": "x" * 390_000}  # each item well under 400 KB; eleven of them over 4 MB
+    actions = [put_action(table, f"k{i}", blob=blob) for i in range(11)]
+    assert_validation_error(ddb, table, actions, emulator.TRANSACTION_TOO_LARGE_MESSAGE)
+
+    transact(ddb, *actions[:10])
+    assert len(contents(ddb, table)) == 10
+
+
+# --- No rollback copy ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def table_deepcopies_refused(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Make moto's ``copy.deepcopy`` refuse to copy a table (items still copy); list the refusals."""
+    real_deepcopy = copy.deepcopy
+    refused: list[str] = []
+
+    def guarded_deepcopy(value: Any, memo: dict[int, Any] | None = None, _nil: Any = None) -> Any:
+        if isinstance(value, Table):
+            refused.append(value.name)
+            raise AssertionError(f"deep copy of table {value.name}")
+        return real_deepcopy(value, memo)
+
+    monkeypatch.setattr(dynamodb_models.copy, "deepcopy", guarded_deepcopy)
+    return refused
+
+
+def test_transactions_never_deep_copy_a_table(
+    ddb: Any, table: str, table_deepcopies_refused: list[str]
+) -> None:
+    seed(ddb, table, "a=1 b=2 c=3")
+    update_a = {
+        "Update": {
+            "TableName": table,
+            "Key": {"pk": {"S": "a"}},
+            "UpdateExpression": "SET n = :ten",
+            "ExpressionAttributeValues": {":ten": {"N": "10"}},
+        }
+    }
+    failing_check = {
+        "ConditionCheck": {
+            "TableName": table,
+            "Key": {"pk": {"S": "b"}},
+            "ConditionExpression": "attribute_not_exists(pk)",
+        }
+    }
+
+    code = error_of(lambda: transact(ddb, update_a, failing_check)).response["Error"]["Code"]
+    transact(
+        ddb, update_a, put_action(table, "d"), {"Delete": {"TableName": table, "Key": {"pk": {"S": "c"}}}}
+    )
+
+    assert code == "TransactionCanceledException"
+    assert [item["pk"]["S"] for item in contents(ddb, table)] == ["a", "b", "d"]
+    assert contents(ddb, table)[0]["n"] == {"N": "10"}
+    assert table_deepcopies_refused == []
+
+
+# --- Serialization: DynamoDB linearizable, SQS never blocked -------------------------------------
+
+
+@dataclass
+class Race:
+    """What the writers of ``race_increments`` saw."""
+
+    final: int
+    committed: list[int]  # every value some writer's transaction set, sorted
+    failures: list[BaseException] = field(default_factory=list)
+    server_errors: list[int] = field(default_factory=list)  # HTTP 5xx statuses, retried or not
+
+
+@pytest.fixture
+def wide_check_to_write_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hand the GIL to another thread between a transaction's checks and its writes.
+
+    Without it the window is a few microseconds of pure Python and a missing lock goes unnoticed;
+    with it, any concurrently running DynamoDB request runs exactly there.
+    """
+    apply_all = emulator._apply_all
+
+    def yield_then_apply(backend: DynamoDBBackend, actions: list[Any]) -> None:
+        os.sched_yield()
+        apply_all(backend, actions)
+
+    monkeypatch.setattr(emulator, "_apply_all", yield_then_apply)
+
+
+def race_increments(emu: Emulator, ddb: Any, table: str, *, until_server_error: bool = False) -> Race:
+    """WRITERS threads each commit INCREMENTS_PER_WRITER conditional increments of one counter."""
+    put(ddb, table, "counter", cnt={"N": "0"})
+    start, stop = threading.Barrier(WRITERS), threading.Event()
+    committed: list[list[int]] = [[] for _ in range(WRITERS)]
+    race = Race(final=-1, committed=[])
+
+    def record_server_error(response: Any = None, **_: Any) -> None:
+        if response is not None and response[0].status_code >= 500:
+            race.server_errors.append(response[0].status_code)
+            if until_server_error:
+                stop.set()
+
+    clients = [make_client(emu.endpoint_url, "dynamodb") for _ in range(WRITERS)]
+    for client in clients:
+        client.meta.events.register("needs-retry.dynamodb", record_server_error)
+
+    def writer(index: int) -> None:
+        try:
+            start.wait(timeout=DEADLINE_SECONDS)
+            while len(committed[index]) < INCREMENTS_PER_WRITER and not (race.failures or stop.is_set()):
+                value = increment(clients[index], table)
+                if value is not None:
+                    committed[index].append(value)
+        except BaseException as error:
+            race.failures.append(error)
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(WRITERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=DEADLINE_SECONDS)
+    race.final = int(ddb.get_item(TableName=table, Key={"pk": {"S": "counter"}})["Item"]["cnt"]["N"])
+    race.committed = sorted(value for values in committed for value in values)
+    return race
+
+
+def increment(client: Any, table: str) -> int | None:
+    """Read the counter, then set it to one more if it still holds what was read; the new value."""
+    key = {"pk": {"S": "counter"}}
+    seen = int(client.get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]["cnt"]["N"])
+    try:
+        transact(
+            client,
+            {
+                "Put": {
+                    "TableName": table,
+                    "Item": {**key, "cnt": {"N": str(seen + 1)}},
+                    "ConditionExpression": "cnt = :seen",
+                    "ExpressionAttributeValues": {":seen": {"N": str(seen)}},
+                }
+            },
+        )
+    except ClientError as error:
+        if error.response["Error"]["Code"] != "TransactionCanceledException":
+            raise
+        return None
+    return seen + 1
+
+
+@pytest.mark.usefixtures("wide_check_to_write_window")
+def test_concurrent_conditional_transactions_lose_no_update(emu: Emulator, ddb: Any, table: str) -> None:
+    race = race_increments(emu, ddb, table)
+
+    assert race.failures == []
+    assert race.server_errors == []
+    total = WRITERS * INCREMENTS_PER_WRITER
+    assert race.final == total
+    assert race.committed == list(range(1, total + 1))  # every value committed exactly once
+
+
+@pytest.mark.usefixtures("wide_check_to_write_window")
+def test_without_the_lock_transactions_race(
+    emu: Emulator, ddb: Any, table: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The lock is what the test above relies on: without it a write finds its checked condition
+    broken by another transaction (moto re-checks it, so that request fails with a 500)."""
+    monkeypatch.setattr(emulator, "SERIALIZE_DYNAMODB", False)
+    caplog.set_level(logging.CRITICAL, logger="werkzeug")  # the 500s' tracebacks
+
+    race = race_increments(emu, ddb, table, until_server_error=True)
+
+    assert race.server_errors
+
+
+def test_an_sqs_long_poll_does_not_hold_up_dynamodb(
+    emu: Emulator, ddb: Any, table: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sqs = make_client(emu.endpoint_url, "sqs")
+    queue_url = sqs.create_queue(QueueName=f"emu-{uuid.uuid4().hex[:10]}")["QueueUrl"]
+    polling = threading.Event()
+    real_receive = SQSBackend.receive_message
+
+    def receive_and_signal(self: SQSBackend, *args: Any, **kwargs: Any) -> Any:
+        polling.set()
+        return real_receive(self, *args, **kwargs)
+
+    monkeypatch.setattr(SQSBackend, "receive_message", receive_and_signal)
+    finished: list[str] = []
+
+    def long_poll() -> None:
+        sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=2)
+        finished.append("poll")
+
+    poller = threading.Thread(target=long_poll)
+    poller.start()
+    assert polling.wait(timeout=DEADLINE_SECONDS)
+    put(ddb, table, "during-poll")
+    finished.append("put")
+    poller.join(timeout=DEADLINE_SECONDS)
+
+    assert finished == ["put", "poll"]
+    assert [item["pk"]["S"] for item in contents(ddb, table)] == ["during-poll"]
