@@ -25,11 +25,18 @@ Each exists because moto 5.2.5 differs from DynamoDB in a way our code can obser
    ``put_item`` / ``update_item`` / ``delete_item``. Cost: O(size of the touched items).
 
 3. **DynamoDB's transaction limits** (``check_transaction_limits``), which moto does not all
-   enforce: at most 100 actions, each Put item at most 400 KB, the whole request at most 4 MB,
-   no item touched twice. They raise moto's ``MockValidationException`` family, so clients get a
-   ``ValidationException`` as from AWS.
+   enforce: at most 100 actions, each Put item at most 400 KB (409,600 bytes of attribute names
+   and values, sized as moto sizes them), the whole request at most 4 MB (Put items, keys and
+   expression values), no item touched twice. They raise moto's ``MockValidationException``
+   family, so clients get a ``ValidationException`` as from AWS. (moto itself refuses items over
+   405,000 bytes when it builds them; that stricter check still applies.)
 
-4. **Pin check.** The replacement mirrors moto's function line by line (error types, messages,
+   Deliberate differences from moto: an entry holding two operations
+   (``TransactWriteSingleOpException``) is refused before anything is written (moto has already
+   applied the entries before it), and if a write ever failed after its checks passed (concurrent
+   requests without the lock) the request fails with a RuntimeError (HTTP 500) naming the cause.
+
+4. **Pin check.** The replacement mirrors moto's function step by step (error types, messages,
    reason format). ``PATCHED_FUNCTION_SHA256`` is the hash of the source it replaced, and
    ``install_patches()`` refuses to patch a different one: when moto changes, re-read its
    ``transact_write_items`` and re-check the replacement before updating the hash.

@@ -22,6 +22,7 @@ from typing import Any, cast
 import pytest
 
 from kaibo_core import chain
+from kaibo_core.api_keys import admin_key_hash, is_admin_key
 from kaibo_core.clock import format_instant
 from kaibo_core.models.events import EventRecord, StreamHead
 from kaibo_core.services.remember import PlannedEvent, chain_records
@@ -52,6 +53,7 @@ class Stub:
     heads: dict[str, tuple[int, str]] = field(default_factory=dict)  # what GET /v1/streams lists
     requests: list[Recorded] = field(default_factory=list)
     fail_with: tuple[int, bytes] | None = None
+    redirect_to: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def append(self, stream: str, planned: list[PlannedEvent], received_at: str) -> list[EventRecord]:
@@ -70,7 +72,7 @@ class Stub:
 
 
 def planned(index: int, payload: dict[str, Any], key: str, occurred_at: str) -> PlannedEvent:
-    canonical = chain.canonicalize(payload)
+    canonical = chain.canonical_payload(payload)
     salt = f"{index:02x}" * chain.SALT_BYTES
     return PlannedEvent(
         index=index,
@@ -132,6 +134,12 @@ class Handler(BaseHTTPRequestHandler):
         stub = self.stub
         if stub.fail_with is not None:
             self._reply(stub.fail_with[0], raw=stub.fail_with[1])
+            return
+        if stub.redirect_to is not None:
+            self.send_response(307)
+            self.send_header("Location", stub.redirect_to + self.path)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
             return
         admin = segments[:3] == ["", "v1", "admin"]
         expected_key = ADMIN_KEY if admin else API_KEY
@@ -212,7 +220,7 @@ def stub() -> Iterator[Stub]:
     chat = [
         planned(
             i,
-            {"role": "user", "text": f"Grüße {i} 👋", "n": 1e20, "x": [0.1, None]},
+            {"role": "user", "text": f"Grüße {i} 👋", "n": 1e21, "x": [0.1, None]},
             f"k-{i}",
             f"2026-06-02T09:3{i}:00.000Z",
         )
@@ -405,6 +413,14 @@ def test_given_a_server_fault_without_error_body_when_verifying_then_exit_2_with
     assert "http_502" in result.stderr
 
 
+def test_given_a_redirect_when_verifying_then_it_is_not_followed_and_exit_2(stub: Stub) -> None:
+    stub.redirect_to = stub.url + "/elsewhere"  # following it would resend the key
+    result = kaibo(stub, "verify")
+    assert result.returncode == 2
+    assert "redirect_refused" in result.stderr
+    assert [r.path for r in stub.requests] == ["/v1/streams"]
+
+
 # -- keys (admin) ------------------------------------------------------------------------------------------
 
 
@@ -448,8 +464,6 @@ def test_given_only_a_project_key_when_creating_a_project_then_exit_2_without_ca
 
 
 def test_given_the_offline_admin_key_command_then_a_key_and_its_hash_are_printed(stub: Stub) -> None:
-    from kaibo_core.api_keys import admin_key_hash, is_admin_key
-
     result = kaibo(stub, "admin-key", api_key=None)
     assert result.returncode == 0, result.stderr
     printed = json.loads(result.stdout)

@@ -10,17 +10,18 @@ import copy
 import logging
 import os
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
-from moto.dynamodb import models as dynamodb_models
 from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.dynamo_type import Item
 from moto.dynamodb.models.table import Table
 from moto.sqs.models import SQSBackend
 
@@ -38,7 +39,7 @@ def emu() -> Iterator[Emulator]:
         yield running
 
 
-def make_client(endpoint_url: str, service: str) -> Any:
+def make_client(endpoint_url: str, service: Literal["dynamodb", "dynamodbstreams", "sqs"]) -> Any:
     return boto3.client(
         service,
         endpoint_url=endpoint_url,
@@ -89,10 +90,23 @@ def transact(ddb: Any, *actions: dict[str, Any]) -> None:
     ddb.transact_write_items(TransactItems=list(actions))
 
 
+def put_action(table: str, pk: str, **attrs: Any) -> dict[str, Any]:
+    return {"Put": {"TableName": table, "Item": {"pk": {"S": pk}, **attrs}}}
+
+
 def error_of(call: Callable[[], object]) -> ClientError:
     with pytest.raises(ClientError) as caught:
         call()
     return caught.value
+
+
+def stream_records(ddb: Any, table: str) -> list[dict[str, Any]]:
+    streams = make_client(ddb.meta.endpoint_url, "dynamodbstreams")
+    arn = ddb.describe_table(TableName=table)["Table"]["LatestStreamArn"]
+    shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
+    iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")
+    records: list[dict[str, Any]] = streams.get_records(ShardIterator=iterator["ShardIterator"])["Records"]
+    return records
 
 
 # --- The pin on the replaced moto function -------------------------------------------------------
@@ -126,8 +140,8 @@ def test_install_patches_refuses_a_moto_function_it_was_not_written_for(
 
 
 def seed(ddb: Any, table: str, pairs: str) -> None:
-    for pk, n in (pair.split("=") for pair in pairs.split()):
-        put(ddb, table, pk, n={"N": n})
+    for pk, value in (pair.split("=") for pair in pairs.split()):
+        put(ddb, table, pk, n={"N": value})
 
 
 def test_a_cancelled_transaction_applies_nothing_and_reports_positional_reasons(ddb: Any) -> None:
@@ -268,15 +282,6 @@ def test_a_successful_transaction_applies_every_write(ddb: Any) -> None:
     assert [record["eventName"] for record in new_records] == ["INSERT", "MODIFY", "REMOVE"]
 
 
-def stream_records(ddb: Any, table: str) -> list[dict[str, Any]]:
-    streams = make_client(ddb.meta.endpoint_url, "dynamodbstreams")
-    arn = ddb.describe_table(TableName=table)["Table"]["LatestStreamArn"]
-    shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
-    iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")
-    records: list[dict[str, Any]] = streams.get_records(ShardIterator=iterator["ShardIterator"])["Records"]
-    return records
-
-
 def test_a_failed_update_expression_rejects_the_whole_transaction(ddb: Any, table: str) -> None:
     seed(ddb, table, "a=1")
     before = contents(ddb, table)
@@ -301,11 +306,179 @@ def test_a_failed_update_expression_rejects_the_whole_transaction(ddb: Any, tabl
     assert contents(ddb, table) == before  # the Put before it was not applied
 
 
+# --- Same behaviour as moto's own transact_write_items, in-process ------------------------------
+
+
+def n(value: int) -> dict[str, str]:
+    return {"N": str(value)}
+
+
+def key(pk: str) -> dict[str, Any]:
+    return {"pk": {"S": pk}}
+
+
+def update(table: str, pk: str, expression: str, **extra: Any) -> dict[str, Any]:
+    return {"Update": {"TableName": table, "Key": key(pk), "UpdateExpression": expression, **extra}}
+
+
+def check(table: str, pk: str, condition: str, **extra: Any) -> dict[str, Any]:
+    return {"ConditionCheck": {"TableName": table, "Key": key(pk), "ConditionExpression": condition, **extra}}
+
+
+ONE = {"ExpressionAttributeValues": {":one": n(1)}}
+ALL_OLD = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+SAME_AS_MOTO = {
+    "writes of every kind": [
+        put_action("t", "c", n=n(3)),
+        update("t", "a", "SET n = n + :one", **ONE),
+        {"Delete": {"TableName": "t", "Key": key("b")}},
+        check("t", "s", "attribute_exists(s)"),
+        update("t", "new", "SET n = :one", **ONE),
+        {"Put": {"TableName": "r", "Item": {**key("p"), "sk": {"S": "2"}}}},
+        {
+            "Update": {
+                "TableName": "r",
+                "Key": {**key("p"), "sk": {"S": "1"}},
+                "UpdateExpression": "REMOVE n",
+                "ConditionExpression": "n = :one",
+                **ONE,
+            }
+        },
+    ],
+    "failed conditions, with and without ALL_OLD": [
+        put_action("t", "c"),
+        check("t", "a", "n = :one", ExpressionAttributeValues={":one": n(2)}, **ALL_OLD),
+        {"Delete": {"TableName": "t", "Key": key("b"), "ConditionExpression": "attribute_not_exists(pk)"}},
+        update("t", "gone", "SET n = :one", ConditionExpression="attribute_exists(pk)", **ONE, **ALL_OLD),
+        {
+            "Put": {
+                "TableName": "r",
+                "Item": {**key("p"), "sk": {"S": "1"}},
+                "ConditionExpression": "attribute_not_exists(pk)",
+                **ALL_OLD,
+            }
+        },
+    ],
+    "errors reported as reasons": [
+        check("missing-table", "a", "attribute_exists(pk)"),
+        {"Put": {"TableName": "t", "Item": {"n": n(1)}}},
+        {"Get": {"TableName": "t", "Key": key("a")}},
+        update("t", "a", "SET n = :one", **ONE),
+    ],
+    "an invalid update expression": [put_action("t", "c"), update("t", "a", "SET n = nothere + :one", **ONE)],
+    "a string incremented": [put_action("t", "c"), update("t", "s", "SET s = s + :one", **ONE)],
+    "a key of the wrong type": [put_action("t", "c"), {"Put": {"TableName": "t", "Item": {"pk": n(1)}}}],
+    "a key missing its range part": [put_action("t", "c"), {"Delete": {"TableName": "r", "Key": key("p")}}],
+    "an item over moto's size limit": [
+        put_action("t", "c"),
+        put_action("t", "big", blob={"S": "x" * 405_001}),
+    ],
+    "an update growing an item too large": [
+        put_action("t", "c"),
+        update(
+            "t",
+            "a",
+            "SET #big = :big",
+            ExpressionAttributeNames={"#big": "big"},
+            ExpressionAttributeValues={":big": {"S": "x" * 405_001}},
+        ),
+    ],
+    "one item twice": [put_action("t", "c"), update("t", "a", "SET n = :one", **ONE), put_action("t", "a")],
+    "a condition failing before a validation error": [
+        check("t", "a", "attribute_not_exists(pk)"),
+        {"Put": {"TableName": "t", "Item": {"pk": n(1)}}},
+    ],
+}
+
+
+def fresh_backend() -> DynamoDBBackend:
+    backend = DynamoDBBackend("us-east-1", "123456789012")
+    for name, keys in (("t", ["pk"]), ("r", ["pk", "sk"])):
+        backend.create_table(
+            name,
+            schema=[
+                {"AttributeName": k, "KeyType": kind}
+                for k, kind in zip(keys, ["HASH", "RANGE"], strict=False)
+            ],
+            throughput=None,
+            attr=[{"AttributeName": k, "AttributeType": "S"} for k in keys],
+            global_indexes=None,
+            indexes=None,
+            streams=None,
+            billing_mode="PAY_PER_REQUEST",
+            sse_specification=None,
+            tags=[],
+            deletion_protection_enabled=False,
+            warm_throughput=None,
+        )
+    backend.put_item("t", {**key("a"), "n": n(1)})
+    backend.put_item("t", {**key("b"), "n": n(2)})
+    backend.put_item("t", {**key("s"), "s": {"S": "text"}})
+    backend.put_item("r", {**key("p"), "sk": {"S": "1"}, "n": n(1)})
+    return backend
+
+
+def outcome_of(function: Callable[..., None], actions: list[dict[str, Any]]) -> tuple[str, str, Any]:
+    """What a transact_write_items function did: its error (type, body) and the tables after it."""
+    backend = fresh_backend()
+    try:
+        function(backend, copy.deepcopy(actions))
+        error = ("none", "")
+    except Exception as raised:
+        error = (type(raised).__name__, str(getattr(raised, "description", raised)))
+    tables = {name: [item.to_json() for item in t.all_items()] for name, t in backend.tables.items()}
+    return error[0], error[1], tables
+
+
+@pytest.mark.parametrize("actions", SAME_AS_MOTO.values(), ids=SAME_AS_MOTO.keys())
+def test_the_replacement_does_what_moto_does(actions: list[dict[str, Any]]) -> None:
+    assert outcome_of(emulator.transact_write_items, actions) == outcome_of(
+        emulator.original_transact_write_items(), actions
+    )
+
+
+def test_one_entry_with_two_operations_is_refused_before_anything_is_written() -> None:
+    """moto applies the entries before it, then raises; the replacement writes nothing."""
+    actions = [put_action("t", "c"), {**put_action("t", "d"), **check("t", "a", "attribute_exists(pk)")}]
+    untouched = outcome_of(lambda backend, items: None, actions)[2]
+
+    error, body, tables = outcome_of(emulator.transact_write_items, actions)
+
+    assert (error, tables) == ("TransactWriteSingleOpException", untouched)
+    assert outcome_of(emulator.original_transact_write_items(), actions)[:2] == (error, body)
+
+
+def tracked() -> tuple[int, int]:
+    """How many items and tables moto's model tracker holds."""
+    return len(getattr(Item, "instances_tracked")), len(getattr(Table, "instances_tracked"))  # noqa: B009
+
+
+def test_a_transaction_leaves_no_sandbox_objects_in_motos_model_tracker() -> None:
+    """moto keeps every model instance it creates in ``instances_tracked``; the dry run's table
+    shells and item copies must not stay there (they would grow memory with every transaction)."""
+    direct, transacted = fresh_backend(), fresh_backend()
+
+    before = tracked()
+    direct.put_item("t", {**key("c"), "n": n(3)})
+    direct.update_item("t", key("a"), "SET n = :one", {}, {":one": n(1)})
+    direct.delete_item("t", key("b"))
+    growth_of_the_writes = tuple(after - was for after, was in zip(tracked(), before, strict=True))
+
+    before = tracked()
+    emulator.transact_write_items(
+        transacted,
+        [
+            put_action("t", "c", n=n(3)),
+            update("t", "a", "SET n = :one", **ONE),
+            {"Delete": {"TableName": "t", "Key": key("b")}},
+        ],
+    )
+    growth_of_the_transaction = tuple(after - was for after, was in zip(tracked(), before, strict=True))
+
+    assert growth_of_the_transaction == growth_of_the_writes
+
+
 # --- DynamoDB's transaction limits ---------------------------------------------------------------
-
-
-def put_action(table: str, pk: str, **attrs: Any) -> dict[str, Any]:
-    return {"Put": {"TableName": table, "Item": {"pk": {"S": pk}, **attrs}}}
 
 
 def assert_validation_error(ddb: Any, table: str, actions: list[dict[str, Any]], message: str) -> None:
@@ -370,7 +543,8 @@ def table_deepcopies_refused(monkeypatch: pytest.MonkeyPatch) -> list[str]:
             raise AssertionError(f"deep copy of table {value.name}")
         return real_deepcopy(value, memo)
 
-    monkeypatch.setattr(dynamodb_models.copy, "deepcopy", guarded_deepcopy)
+    # The module moto's DynamoDB models call ``copy.deepcopy`` through (the ``copy`` module itself).
+    monkeypatch.setattr("moto.dynamodb.models.copy.deepcopy", guarded_deepcopy)
     return refused
 
 
@@ -434,9 +608,14 @@ def wide_check_to_write_window(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(emulator, "_apply_all", yield_then_apply)
 
 
-def race_increments(emu: Emulator, ddb: Any, table: str, *, until_server_error: bool = False) -> Race:
-    """WRITERS threads each commit INCREMENTS_PER_WRITER conditional increments of one counter."""
+def race_increments(emu: Emulator, ddb: Any, table: str) -> Race:
+    """WRITERS threads each commit INCREMENTS_PER_WRITER conditional increments of one counter.
+
+    Writers stop early at the first failure, the first HTTP 5xx (which botocore would retry and
+    hide) or the deadline.
+    """
     put(ddb, table, "counter", cnt={"N": "0"})
+    deadline = time.monotonic() + DEADLINE_SECONDS
     start, stop = threading.Barrier(WRITERS), threading.Event()
     committed: list[list[int]] = [[] for _ in range(WRITERS)]
     race = Race(final=-1, committed=[])
@@ -444,8 +623,7 @@ def race_increments(emu: Emulator, ddb: Any, table: str, *, until_server_error: 
     def record_server_error(response: Any = None, **_: Any) -> None:
         if response is not None and response[0].status_code >= 500:
             race.server_errors.append(response[0].status_code)
-            if until_server_error:
-                stop.set()
+            stop.set()
 
     clients = [make_client(emu.endpoint_url, "dynamodb") for _ in range(WRITERS)]
     for client in clients:
@@ -454,18 +632,21 @@ def race_increments(emu: Emulator, ddb: Any, table: str, *, until_server_error: 
     def writer(index: int) -> None:
         try:
             start.wait(timeout=DEADLINE_SECONDS)
-            while len(committed[index]) < INCREMENTS_PER_WRITER and not (race.failures or stop.is_set()):
+            while len(committed[index]) < INCREMENTS_PER_WRITER and not stop.is_set():
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"writer {index} committed {len(committed[index])} in time")
                 value = increment(clients[index], table)
                 if value is not None:
                     committed[index].append(value)
         except BaseException as error:
             race.failures.append(error)
+            stop.set()
 
     threads = [threading.Thread(target=writer, args=(i,)) for i in range(WRITERS)]
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=DEADLINE_SECONDS)
+        thread.join(timeout=max(0.0, deadline - time.monotonic()) + 5)
     race.final = int(ddb.get_item(TableName=table, Key={"pk": {"S": "counter"}})["Item"]["cnt"]["N"])
     race.committed = sorted(value for values in committed for value in values)
     return race
@@ -473,15 +654,15 @@ def race_increments(emu: Emulator, ddb: Any, table: str, *, until_server_error: 
 
 def increment(client: Any, table: str) -> int | None:
     """Read the counter, then set it to one more if it still holds what was read; the new value."""
-    key = {"pk": {"S": "counter"}}
-    seen = int(client.get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]["cnt"]["N"])
+    counter = {"pk": {"S": "counter"}}
+    seen = int(client.get_item(TableName=table, Key=counter, ConsistentRead=True)["Item"]["cnt"]["N"])
     try:
         transact(
             client,
             {
                 "Put": {
                     "TableName": table,
-                    "Item": {**key, "cnt": {"N": str(seen + 1)}},
+                    "Item": {**counter, "cnt": {"N": str(seen + 1)}},
                     "ConditionExpression": "cnt = :seen",
                     "ExpressionAttributeValues": {":seen": {"N": str(seen)}},
                 }
@@ -514,7 +695,7 @@ def test_without_the_lock_transactions_race(
     monkeypatch.setattr(emulator, "SERIALIZE_DYNAMODB", False)
     caplog.set_level(logging.CRITICAL, logger="werkzeug")  # the 500s' tracebacks
 
-    race = race_increments(emu, ddb, table, until_server_error=True)
+    race = race_increments(emu, ddb, table)
 
     assert race.server_errors
 

@@ -155,3 +155,14 @@ def test_given_the_doc_problem_table_then_it_lists_exactly_the_codes_the_verifie
     }
     assert {c for c, who in documented.items() if who == "ChainVerifier"} == chain_codes
     assert {c for c, who in documented.items() if who == "kaibo client"} == client_codes
+
+
+def test_given_the_doc_python_sketch_when_run_on_the_vector_then_it_returns_the_head() -> None:
+    (sketch,) = re.findall(r"^```python\n(.*?)^```", doc_text(), flags=re.DOTALL | re.MULTILINE)
+    namespace: dict[str, Any] = {}
+    exec(compile(sketch, str(DOC), "exec"), namespace)
+    events = [served(e) for e in vector_events()]
+    assert namespace["verify"](events) == events[1]["hash"]
+    events[1]["receivedAt"] = "2026-06-02T09:31:00.501Z"
+    with pytest.raises(AssertionError):
+        namespace["verify"](events)

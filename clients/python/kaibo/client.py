@@ -126,6 +126,14 @@ class KaiboClient:
                 raw = response.read()
         except urllib.error.HTTPError as exc:
             with exc:
+                if 300 <= exc.code < 400:
+                    location = exc.headers.get("Location", "elsewhere")
+                    raise KaiboAPIError(
+                        exc.code,
+                        "redirect_refused",
+                        f"{method} {path} redirects to {location}; not followed (it would resend the key). "
+                        "Use the final URL as the endpoint.",
+                    ) from None
                 raise _error_from_body(exc.code, exc.read()) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
@@ -163,8 +171,10 @@ class KaiboClient:
         while True:
             page = self._object("GET", "/v1/streams", query={"cursor": cursor} if cursor else None)
             streams = page.get("streams")
-            if not isinstance(streams, list):
-                raise KaiboAPIError(200, "invalid_response", "GET /v1/streams: 'streams' is not a list")
+            if not isinstance(streams, list) or not all(isinstance(head, dict) for head in streams):
+                raise KaiboAPIError(
+                    200, "invalid_response", "GET /v1/streams: 'streams' is not a list of objects"
+                )
             yield from streams
             cursor = page.get("nextCursor")
             if not cursor:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,7 @@ import rfc8785
 FORMAT_VERSION = 1
 GENESIS_PREV_HASH = "00" * 32
 SALT_BYTES = 16
+_SALT = re.compile(f"[0-9a-f]{{{2 * SALT_BYTES}}}")
 
 #: The hashed header, in the order the docs list it (JCS sorts keys anyway).
 HEADER_FIELDS = (
@@ -161,6 +163,8 @@ class ChainVerifier:
 
     def expect(self, seq: int, hash_hex: str) -> None:
         """Pin a head seen earlier: the served chain must contain exactly this event."""
+        if seq < 1:
+            raise ValueError("a pinned head has seq 1 or more")
         self._pinned[seq] = hash_hex.lower()
 
     def feed(self, event: Mapping[str, Any]) -> ChainProblem | None:
@@ -188,12 +192,12 @@ class ChainVerifier:
     def _check(self, event: Mapping[str, Any]) -> ChainProblem | None:
         expected_seq = self.head.seq + 1
         seq = event.get("seq")
-        if seq != expected_seq:
+        if type(seq) is not int or seq != expected_seq:
             return self._fail(expected_seq, "seq_gap", f"expected seq {expected_seq}, served {seq!r}")
         missing = [f for f in (*HEADER_FIELDS, "hash") if f not in event and f != "stream"]
         if missing:
             return self._fail(expected_seq, "missing_field", f"served event lacks {', '.join(missing)}")
-        if event["v"] != FORMAT_VERSION:
+        if type(event["v"]) is not int or event["v"] != FORMAT_VERSION:
             return self._fail(expected_seq, "unsupported_version", f"format version {event['v']!r}")
         if event.get("stream", self.stream) != self.stream:
             return self._fail(expected_seq, "wrong_stream", f"event claims stream {event.get('stream')!r}")
@@ -230,13 +234,16 @@ class ChainVerifier:
         return None
 
     def _check_payload(self, seq: int, event: Mapping[str, Any]) -> ChainProblem | None:
-        has_payload, has_salt = "payload" in event, "salt" in event
+        # absent and null both mean purged
+        has_payload, has_salt = event.get("payload") is not None, event.get("salt") is not None
         if not has_payload and not has_salt:
             return None  # purged: the header still proves the event existed
         if has_payload != has_salt:
             return self._fail(seq, "partial_purge", "payload and salt must be present or absent together")
+        if not isinstance(event["salt"], str) or not _SALT.fullmatch(event["salt"]):
+            return self._fail(seq, "bad_salt", f"salt must be {2 * SALT_BYTES} lowercase hex characters")
         try:
-            digest = payload_digest(str(event["salt"]), canonicalize(event["payload"]))
+            digest = payload_digest(event["salt"], canonicalize(event["payload"]))
         except (NotCanonicalizableError, ValueError) as exc:
             return self._fail(seq, "bad_payload", str(exc))
         if not _same_hex(digest, event["payloadDigest"]):

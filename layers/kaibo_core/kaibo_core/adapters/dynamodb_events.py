@@ -281,6 +281,7 @@ class DynamoEventStore:
                     ":from": _n(start),
                 },
                 "Limit": limit - len(records),
+                "ConsistentRead": True,  # verify right after remember sees every event
             }
             if exclusive_start:
                 query["ExclusiveStartKey"] = exclusive_start
