@@ -1,7 +1,9 @@
 # Kaibo — read top to bottom. `make test` and (soon) `make run` install what they need.
 #
+#   make run      the whole service locally: emulator, tables, HTTP front on $PORT (default 3000)
 #   make test     lint + types + every test (what CI runs)
 #   make lint     ruff (lint + format check) and mypy
+#   make bench    benchmarks (tables, not tests): bench/remember.py; QUICK=1 for a short run
 #   make build    sam build, no container (python3.11 on PATH)
 #   make deploy   sam deploy --guided
 #   make clean    remove the environments and build output
@@ -13,7 +15,7 @@ PY := $(VENV)/bin/python
 export AWS_DEFAULT_REGION ?= us-east-1
 export KAIBO_TOOLS_BIN ?= $(CURDIR)/$(TOOLS)/bin
 
-.PHONY: test lint unit pytest build deploy clean venv tools
+.PHONY: run test lint pytest bench build deploy clean venv tools
 
 # The runtime/test environment: the layer's exact pins + test tools + our two packages.
 $(VENV)/.installed: requirements-dev.txt layers/kaibo_core/requirements.txt layers/kaibo_core/pyproject.toml clients/python/pyproject.toml
@@ -32,15 +34,21 @@ $(TOOLS)/.installed: requirements-tools.txt
 venv: $(VENV)/.installed
 tools: $(TOOLS)/.installed
 
+run: venv
+	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) -m kaibo_local
+
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy layers/kaibo_core/kaibo_core functions clients/python/kaibo local tests
+	$(VENV)/bin/mypy layers/kaibo_core/kaibo_core functions clients/python/kaibo local tests bench
 
 pytest: venv tools
 	$(VENV)/bin/pytest
 
 test: lint pytest
+
+bench: venv
+	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) bench/remember.py $(if $(QUICK),--quick,)
 
 build: tools
 	PATH="$(CURDIR)/$(TOOLS)/bin:$$PATH" sam build

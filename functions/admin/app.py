@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from kaibo_core.adapters.aws import dynamodb_client
 from kaibo_core.adapters.dynamodb_projects import DynamoProjectStore
-from kaibo_core.http import ERROR_RESPONSES, create_resolver, principal
+from kaibo_core.http import ERROR_RESPONSES, create_resolver, principal, resolve
 from kaibo_core.models.api import (
     CreateKeyRequest,
     CreateKeyResponse,
@@ -76,4 +76,4 @@ def revoke_key(key_id: KeyIdParam) -> Response[str]:
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return app.resolve(event, context)
+    return resolve(app, event, context)

@@ -11,7 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from kaibo_core.adapters.aws import dynamodb_client
 from kaibo_core.adapters.dynamodb_events import DynamoEventStore
-from kaibo_core.http import ERROR_RESPONSES, create_resolver, principal
+from kaibo_core.http import ERROR_RESPONSES, create_resolver, principal, resolve
 from kaibo_core.limits import DEFAULT_EVENTS_PAGE, DEFAULT_STREAMS_PAGE, MAX_EVENTS_PAGE, MAX_STREAMS_PAGE
 from kaibo_core.models.api import EventsPage, StreamsPage
 from kaibo_core.observability import logger, metrics, tracer
@@ -54,4 +54,4 @@ def list_events(
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return app.resolve(event, context)
+    return resolve(app, event, context)

@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from kaibo_core.adapters.aws import dynamodb_client
 from kaibo_core.adapters.dynamodb_events import DynamoEventStore
-from kaibo_core.http import ERROR_RESPONSES, create_resolver, principal
+from kaibo_core.http import ERROR_RESPONSES, create_resolver, principal, resolve
 from kaibo_core.models.api import EventReceipt, RememberRequest, RememberResponse
 from kaibo_core.observability import logger, metrics, tracer
 from kaibo_core.services.remember import RememberService
@@ -66,4 +66,4 @@ def remember(request: Annotated[RememberRequest, Body()]) -> RememberResponse:
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return app.resolve(event, context)
+    return resolve(app, event, context)

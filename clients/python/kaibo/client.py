@@ -7,6 +7,7 @@ Deliberately light (no boto3, botocore, pydantic or Powertools) so that
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -16,6 +17,15 @@ from typing import Any
 USER_AGENT = "kaibo-python/0.1"
 DEFAULT_TIMEOUT_SECONDS = 30.0
 DEFAULT_EVENTS_PAGE = 500
+DEFAULT_MAX_RETRIES = 3
+MAX_RETRY_AFTER_SECONDS = 30.0
+
+
+def _seconds(value: str | None) -> float | None:
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
 
 
 class KaiboError(Exception):
@@ -37,6 +47,10 @@ class KaiboAPIError(KaiboError):
         self.code = code
         self.message = message
         self.details: dict[str, Any] = dict(details or {})
+        self.retry_after: float | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable across processes
+        return (type(self), (self.status, self.code, self.message, self.details))
 
 
 class KaiboConnectionError(KaiboError):
@@ -85,7 +99,13 @@ class KaiboClient:
     ``api_key`` is a project key, or the admin key for the admin calls.
     """
 
-    def __init__(self, endpoint: str, api_key: str | None, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        api_key: str | None,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+    ) -> None:
         parsed = urllib.parse.urlsplit(endpoint)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise ValueError(f"endpoint must be an http(s) URL such as https://host/prod, got {endpoint!r}")
@@ -93,6 +113,7 @@ class KaiboClient:
             raise ValueError("endpoint must not carry a query or fragment")
         self.endpoint = endpoint.rstrip("/")
         self.timeout = timeout
+        self.max_retries = max_retries
         self._api_key = api_key
         self._opener = urllib.request.build_opener(_NoRedirects())
 
@@ -108,7 +129,27 @@ class KaiboClient:
         body: Any = None,
         query: Mapping[str, str | int] | None = None,
     ) -> Any:
-        """One call: the parsed JSON body (None when empty); raises KaiboAPIError on 4xx/5xx."""
+        """One call: the parsed JSON body (None when empty); raises KaiboAPIError on 4xx/5xx.
+
+        A 429 (``stream_busy``, throttling) is retried up to ``max_retries`` times after its
+        ``Retry-After`` delay. That is safe for every call: remember is idempotent by key.
+        """
+        for attempt in range(self.max_retries + 1):
+            try:
+                return self._request_once(method, path, body, query)
+            except KaiboAPIError as exc:
+                if exc.status != 429 or attempt >= self.max_retries:
+                    raise
+                time.sleep(min(exc.retry_after or 1.0, MAX_RETRY_AFTER_SECONDS))
+        raise AssertionError("unreachable")
+
+    def _request_once(
+        self,
+        method: str,
+        path: str,
+        body: Any,
+        query: Mapping[str, str | int] | None,
+    ) -> Any:
         url = self.endpoint + path
         if query:
             url += "?" + urllib.parse.urlencode(query)
@@ -134,7 +175,9 @@ class KaiboClient:
                         f"{method} {path} redirects to {location}; not followed (it would resend the key). "
                         "Use the final URL as the endpoint.",
                     ) from None
-                raise _error_from_body(exc.code, exc.read()) from None
+                error = _error_from_body(exc.code, exc.read())
+                error.retry_after = _seconds(exc.headers.get("Retry-After"))
+                raise error from None
         except (urllib.error.URLError, OSError) as exc:
             reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
             raise KaiboConnectionError(f"cannot reach {self.endpoint}: {reason}") from exc

@@ -7,6 +7,8 @@ code, anything unexpected as a 500 that names only the request id.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Sequence
 from http import HTTPStatus
@@ -143,3 +145,45 @@ def create_resolver() -> APIGatewayRestResolver:
 def principal(app: APIGatewayRestResolver) -> Principal:
     """The caller as the authorizer established it (never from the body or path)."""
     return Principal.from_context(app.current_event.request_context.authorizer.get_context())
+
+
+def _utf8_body(event: dict[str, Any]) -> bool:
+    if not event.get("isBase64Encoded") or not event.get("body"):
+        return True
+    try:
+        base64.b64decode(event["body"], validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return False
+    return True
+
+
+def resolve(app: APIGatewayRestResolver, event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Resolve a request. The API speaks only JSON (UTF-8): a body is read as JSON whatever its
+    declared Content-Type (curl's default form type is the usual mistake), and a body that is not
+    UTF-8 (API Gateway passes it base64-encoded) is refused as malformed JSON, not a 500."""
+    if not _utf8_body(event):
+        response = error_response(400, "malformed_json", "The request body is not UTF-8 JSON.")
+        return {
+            "statusCode": response.status_code,
+            "headers": {"Content-Type": "application/json"},
+            "body": response.body,
+            "isBase64Encoded": False,
+        }
+    headers = event.get("headers") or {}
+    if event.get("body") and any(k.lower() == "content-type" for k in headers):
+        event = {
+            **event,
+            "headers": {
+                **{k: v for k, v in headers.items() if k.lower() != "content-type"},
+                "Content-Type": "application/json",
+            },
+            "multiValueHeaders": {
+                **{
+                    k: v
+                    for k, v in (event.get("multiValueHeaders") or {}).items()
+                    if k.lower() != "content-type"
+                },
+                "Content-Type": ["application/json"],
+            },
+        }
+    return app.resolve(event, context)

@@ -1,0 +1,1 @@
+"""Benchmarks: scripts that print tables (not tests; never part of ``make test``)."""

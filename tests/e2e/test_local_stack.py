@@ -1,0 +1,261 @@
+"""The local stack as a newcomer starts it (`make run`), driven over HTTP by the SDK and the CLI.
+
+One stack per module (it takes a few seconds to start). Races run from several
+OS processes against it, as in Foundation I, but end to end.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from kaibo.client import KaiboAPIError, KaiboClient
+
+REPO = Path(__file__).resolve().parents[2]
+START_DEADLINE_SECONDS = 120
+STOP_DEADLINE_SECONDS = 30
+WRITERS = 8
+EVENTS_PER_WRITER = 200
+SENDERS = 16
+
+pytestmark = pytest.mark.e2e
+
+
+@dataclass(frozen=True)
+class RunningStack:
+    process: subprocess.Popen[bytes]
+    values: dict[str, str]
+    log: Path
+
+    @property
+    def endpoint(self) -> str:
+        return self.values["KAIBO_ENDPOINT"]
+
+
+def _read_announcement(out: Path, process: subprocess.Popen[bytes]) -> dict[str, str]:
+    wanted = {"KAIBO_ENDPOINT", "KAIBO_API_KEY", "KAIBO_ADMIN_KEY", "KAIBO_AWS_ENDPOINT"}
+    deadline = time.monotonic() + START_DEADLINE_SECONDS
+    while time.monotonic() < deadline:
+        values = dict(
+            line.split("=", 1)
+            for line in out.read_text().splitlines()
+            if line.startswith("KAIBO_") and "=" in line
+        )
+        if wanted <= values.keys():
+            return values
+        if process.poll() is not None:
+            break
+        time.sleep(0.1)  # polling a file for the announcement, bounded by the deadline
+    raise AssertionError(f"the local stack did not announce itself:\n{out.read_text()}")
+
+
+def start_make_run(tmp: Path) -> RunningStack:
+    out, err = tmp / "stdout.txt", tmp / "stderr.txt"
+    env = {**os.environ, "PORT": "0"}
+    env.pop("AWS_ENDPOINT_URL", None)
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        process = subprocess.Popen(
+            ["make", "--no-print-directory", "run"],
+            cwd=REPO,
+            env=env,
+            stdout=stdout,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # its own process group, like a terminal's foreground job
+        )
+    return RunningStack(process, _read_announcement(out, process), err)
+
+
+def stop(stack: RunningStack, signum: int) -> int:
+    os.killpg(stack.process.pid, signum)
+    return stack.process.wait(timeout=STOP_DEADLINE_SECONDS)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
+    running = start_make_run(tmp_path_factory.mktemp("stack"))
+    yield running
+    if running.process.poll() is None:
+        stop(running, signal.SIGTERM)
+
+
+def kaibo_cli(stack: RunningStack, *args: str, api_key: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "KAIBO_ENDPOINT": stack.endpoint, "KAIBO_API_KEY": api_key}
+    return subprocess.run(
+        [sys.executable, "-m", "kaibo.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def new_project(stack: RunningStack, name: str) -> dict[str, Any]:
+    return KaiboClient(stack.endpoint, stack.values["KAIBO_ADMIN_KEY"]).create_project(name)
+
+
+def message(key: str, text: str) -> dict[str, Any]:
+    return {"idempotencyKey": key, "kind": "message", "payload": {"role": "user", "text": text}}
+
+
+def all_events(client: KaiboClient, stream: str) -> list[dict[str, Any]]:
+    return list(client.events(stream))
+
+
+def test_given_make_run_then_it_announces_a_working_dev_key(stack: RunningStack) -> None:
+    client = KaiboClient(stack.endpoint, stack.values["KAIBO_API_KEY"])
+    receipt = client.remember("hello", [message("dev-1", "the dev key works")])["events"][0]
+    assert receipt["seq"] == 1
+    assert stack.values["KAIBO_AWS_ENDPOINT"].startswith("http://127.0.0.1:")
+    assert stack.endpoint.startswith("http://127.0.0.1:")
+
+
+def test_given_an_admin_created_key_when_remembering_then_pages_and_verify_pass(stack: RunningStack) -> None:
+    project = new_project(stack, "e2e-verify")
+    client = KaiboClient(stack.endpoint, project["apiKey"])
+    for batch in range(3):
+        client.remember("notes", [message(f"n{batch}-{i}", f"note {batch}/{i}") for i in range(5)])
+    served = all_events(client, "notes")
+    assert [e["seq"] for e in served] == list(range(1, 16))
+
+    result = kaibo_cli(stack, "verify", "--stream", "notes", api_key=project["apiKey"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "ok notes: 15 events" in result.stdout
+    head = served[-1]
+    pinned = kaibo_cli(
+        stack, "verify", "--stream", "notes", "--expect-head", f"15:{head['hash']}", api_key=project["apiKey"]
+    )
+    assert pinned.returncode == 0, pinned.stdout + pinned.stderr
+
+
+def test_given_a_tampered_item_in_the_emulator_then_verify_fails_naming_the_seq(stack: RunningStack) -> None:
+    project = new_project(stack, "e2e-tamper")
+    client = KaiboClient(stack.endpoint, project["apiKey"])
+    client.remember("ledger", [message(f"t{i}", f"entry {i}") for i in range(4)])
+    dynamodb = boto3.client(
+        "dynamodb",
+        endpoint_url=stack.values["KAIBO_AWS_ENDPOINT"],
+        region_name="us-east-1",
+        aws_access_key_id="kaibo-local",
+        aws_secret_access_key="kaibo-local",
+    )
+    events_table = next(t for t in dynamodb.list_tables()["TableNames"] if t.startswith("kaibo-EventsTable-"))
+    dynamodb.update_item(
+        TableName=events_table,
+        Key={"pk": {"S": f"{project['projectId']}#ledger"}, "seq": {"N": "3"}},
+        UpdateExpression="SET occurredAt = :t",
+        ExpressionAttributeValues={":t": {"S": "2020-01-01T00:00:00.000Z"}},
+    )
+    result = kaibo_cli(stack, "verify", api_key=project["apiKey"])
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "seq 3" in result.stdout
+    assert "hash_mismatch" in result.stdout
+
+
+def test_given_a_wrong_key_then_401_in_error_shape(stack: RunningStack) -> None:
+    with pytest.raises(KaiboAPIError) as caught:
+        list(KaiboClient(stack.endpoint, "kb_0123456789abcdef_" + "x" * 43).streams())
+    assert caught.value.status == 401
+    assert caught.value.code == "unauthorized"
+
+
+def _append_many(endpoint: str, api_key: str, writer: int, count: int) -> list[int]:
+    client = KaiboClient(endpoint, api_key)
+    seqs = []
+    for i in range(count):
+        try:
+            receipt = client.remember("raced", [message(f"w{writer}-{i}", f"{writer}/{i}")])["events"][0]
+        except KaiboAPIError as exc:  # its own exception would not cross the process boundary
+            raise RuntimeError(f"writer {writer} event {i}: {exc.status} {exc.code}: {exc.message}") from None
+        seqs.append(receipt["seq"])
+    return seqs
+
+
+def _send_same_key(endpoint: str, api_key: str) -> dict[str, Any]:
+    return KaiboClient(endpoint, api_key).remember("one-key", [message("the-key", "same")])["events"][0]
+
+
+def test_given_8_processes_racing_over_http_then_seqs_are_gapless_and_verify(stack: RunningStack) -> None:
+    project = new_project(stack, "e2e-race")
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(WRITERS, mp_context=ctx) as pool:
+        futures = [
+            pool.submit(_append_many, stack.endpoint, project["apiKey"], w, EVENTS_PER_WRITER)
+            for w in range(WRITERS)
+        ]
+        seqs = sorted(s for f in futures for s in f.result(timeout=900))
+    assert seqs == list(range(1, WRITERS * EVENTS_PER_WRITER + 1))
+    result = kaibo_cli(stack, "verify", "--stream", "raced", api_key=project["apiKey"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"{WRITERS * EVENTS_PER_WRITER} events" in result.stdout
+
+
+def test_given_16_senders_of_one_key_over_http_then_one_event_and_15_replays(stack: RunningStack) -> None:
+    project = new_project(stack, "e2e-idem")
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(4, mp_context=ctx) as pool:
+        receipts = [
+            f.result(timeout=300)
+            for f in [pool.submit(_send_same_key, stack.endpoint, project["apiKey"]) for _ in range(SENDERS)]
+        ]
+    client = KaiboClient(stack.endpoint, project["apiKey"])
+    served = all_events(client, "one-key")
+    assert len(served) == 1
+    assert {r["id"] for r in receipts} == {served[0]["id"]}
+    assert sorted(r["replayed"] for r in receipts) == [False] + [True] * (SENDERS - 1)
+
+
+def _group_gone(pgid: int) -> bool:
+    deadline = time.monotonic() + STOP_DEADLINE_SECONDS
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)  # polling for the processes to exit, bounded by the deadline
+    return False
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_given_a_stop_signal_then_the_stack_shuts_down_cleanly_and_leaves_no_process(
+    tmp_path: Path, signum: int
+) -> None:
+    running = start_make_run(tmp_path)
+    stop(running, signum)  # make's own exit code reports the signal; the stack's shutdown is what counts
+    assert _group_gone(running.process.pid)
+    assert "Kaibo stopped." in running.log.read_text()
+    assert "Traceback" not in running.log.read_text()
+
+
+def test_given_curls_default_form_content_type_then_the_body_is_still_read_as_json(
+    stack: RunningStack,
+) -> None:
+    import urllib.request
+
+    body = json.dumps({"stream": "curl", "events": [message("c1", "from curl")]}).encode()
+    request = urllib.request.Request(
+        f"{stack.endpoint}/v1/remember",
+        data=body,
+        method="POST",
+        headers={
+            "Authorization": f"Bearer {stack.values['KAIBO_API_KEY']}",
+            "Content-Type": "application/x-www-form-urlencoded",
+        },
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 202
+        assert json.loads(response.read())["events"][0]["seq"] == 1
