@@ -19,7 +19,7 @@ from kaibo_core.models.api import (
     CreateProjectRequest,
     CreateProjectResponse,
 )
-from kaibo_core.observability import logger, metrics, tracer
+from kaibo_core.observability import logger, metrics
 from kaibo_core.services.admin import AdminService
 from kaibo_core.settings import get_settings
 from kaibo_core.storage_keys import ProjectId
@@ -41,7 +41,6 @@ def service() -> AdminService:
     summary="Create a project and its first API key",
     responses=ERROR_RESPONSES,
 )
-@tracer.capture_method(capture_response=False)
 def create_project(request: Annotated[CreateProjectRequest, Body()]) -> CreateProjectResponse:
     principal(app).require_admin()
     created = service().create_project(request.name)
@@ -55,7 +54,6 @@ def create_project(request: Annotated[CreateProjectRequest, Body()]) -> CreatePr
     summary="Create another API key",
     responses=ERROR_RESPONSES,
 )
-@tracer.capture_method(capture_response=False)
 def create_key(project_id: ProjectIdParam, request: Annotated[CreateKeyRequest, Body()]) -> CreateKeyResponse:
     principal(app).require_admin()
     created = service().create_key(ProjectId(project_id), request.scopes)
@@ -64,7 +62,6 @@ def create_key(project_id: ProjectIdParam, request: Annotated[CreateKeyRequest, 
 
 
 @app.delete("/v1/admin/keys/<key_id>", summary="Revoke an API key", responses=ERROR_RESPONSES)
-@tracer.capture_method(capture_response=False)
 def revoke_key(key_id: KeyIdParam) -> Response[str]:
     principal(app).require_admin()
     service().revoke_key(key_id)
@@ -73,7 +70,6 @@ def revoke_key(key_id: KeyIdParam) -> Response[str]:
 
 
 @logger.inject_lambda_context(log_event=False)
-@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return resolve(app, event, context)

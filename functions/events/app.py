@@ -14,7 +14,7 @@ from kaibo_core.adapters.dynamodb_events import DynamoEventStore
 from kaibo_core.http import ERROR_RESPONSES, create_resolver, principal, resolve
 from kaibo_core.limits import DEFAULT_EVENTS_PAGE, DEFAULT_STREAMS_PAGE, MAX_EVENTS_PAGE, MAX_STREAMS_PAGE
 from kaibo_core.models.api import EventsPage, StreamsPage
-from kaibo_core.observability import logger, metrics, tracer
+from kaibo_core.observability import logger, metrics
 from kaibo_core.services.streams import StreamsService
 from kaibo_core.settings import get_settings
 
@@ -30,7 +30,6 @@ def service() -> StreamsService:
 
 
 @app.get("/v1/streams", summary="List the project's streams and their heads", responses=ERROR_RESPONSES)
-@tracer.capture_method(capture_response=False)
 def list_streams(
     cursor: Annotated[str | None, Query(max_length=512)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_STREAMS_PAGE)] = DEFAULT_STREAMS_PAGE,
@@ -40,7 +39,6 @@ def list_streams(
 
 
 @app.get("/v1/streams/<stream>/events", summary="Page through a stream's events", responses=ERROR_RESPONSES)
-@tracer.capture_method(capture_response=False)
 def list_events(
     stream: str,
     fromSeq: Annotated[int, Query(ge=1)] = 1,  # noqa: N803 - wire name
@@ -51,7 +49,6 @@ def list_events(
 
 
 @logger.inject_lambda_context(log_event=False)
-@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return resolve(app, event, context)

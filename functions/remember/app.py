@@ -14,7 +14,7 @@ from kaibo_core.adapters.aws import dynamodb_client
 from kaibo_core.adapters.dynamodb_events import DynamoEventStore
 from kaibo_core.http import ERROR_RESPONSES, create_resolver, principal, resolve
 from kaibo_core.models.api import EventReceipt, RememberRequest, RememberResponse
-from kaibo_core.observability import logger, metrics, tracer
+from kaibo_core.observability import logger, metrics
 from kaibo_core.services.remember import RememberService
 from kaibo_core.settings import get_settings
 
@@ -35,7 +35,6 @@ def service() -> RememberService:
     summary="Append events to a stream",
     responses={**ERROR_RESPONSES, 202: {"description": "Events appended or replayed"}},
 )
-@tracer.capture_method(capture_response=False)
 def remember(request: Annotated[RememberRequest, Body()]) -> RememberResponse:
     project = principal(app).project_with_scope("write")
     outcome = service().remember(project, request)
@@ -63,7 +62,6 @@ def remember(request: Annotated[RememberRequest, Body()]) -> RememberResponse:
 
 
 @logger.inject_lambda_context(log_event=False)
-@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return resolve(app, event, context)

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
+from moto.core.model_instances import model_data
 from moto.dynamodb.comparisons import get_filter_expression
 from moto.dynamodb.exceptions import (
     ConditionalCheckFailed,
@@ -420,9 +421,25 @@ def original_transact_write_items() -> Callable[..., None]:
     return function
 
 
+class _Untracked(list[Any]):
+    """A model tracker that keeps nothing: moto's ``instances_tracked`` exists for its dashboard
+    only, and holding every DynamoDB item ever built (each read copy, each replaced head) would grow
+    the local stack's memory with every request, forever."""
+
+    def append(self, _item: Any) -> None:
+        return None
+
+
+def stop_tracking_dynamodb_models() -> None:
+    for cls in model_data.get("dynamodb", {}).values():
+        if not isinstance(getattr(cls, "instances_tracked", None), _Untracked):
+            setattr(cls, "instances_tracked", _Untracked())  # noqa: B010 - moto's classes don't declare it
+
+
 def install_patches() -> None:
     """Replace moto's ``transact_write_items`` (idempotent); RuntimeError if moto changed."""
     global _original_transact_write_items  # noqa: PLW0603 - the patch is process-wide state
+    stop_tracking_dynamodb_models()
     with _PATCH_LOCK:
         current = DynamoDBBackend.transact_write_items
         if current is transact_write_items:

@@ -36,7 +36,11 @@ class Handler(BaseHTTPRequestHandler):
 
 
 Answer = tuple[int, dict[str, str], bytes]
-BUSY: Answer = (429, {"Retry-After": "0"}, json.dumps({"error": {"code": "stream_busy", "message": "busy"}}).encode())
+BUSY: Answer = (
+    429,
+    {"Retry-After": "0"},
+    json.dumps({"error": {"code": "stream_busy", "message": "busy"}}).encode(),
+)
 OK: Answer = (202, {}, json.dumps({"events": [], "memories": []}).encode())
 BAD: Answer = (422, {}, json.dumps({"error": {"code": "invalid_request", "message": "no"}}).encode())
 

@@ -728,3 +728,13 @@ def test_an_sqs_long_poll_does_not_hold_up_dynamodb(
 
     assert finished == ["put", "poll"]
     assert [item["pk"]["S"] for item in contents(ddb, table)] == ["during-poll"]
+
+
+def test_given_the_patches_then_moto_keeps_no_dynamodb_item_alive_after_it_is_gone() -> None:
+    """moto's model tracker would hold every item ever built; the local stack must not grow forever."""
+    emulator.install_patches()
+    backend = fresh_backend()
+    before = tracked()
+    for i in range(50):
+        backend.put_item("t", {**key("c"), "n": n(i)})  # each put replaces the item
+    assert tracked() == before == (0, 0)

@@ -46,13 +46,15 @@ Scope = Literal["read", "write", "forget", "admin"]
 
 
 class WireModel(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+    # defer_build: a function builds only the validators of the models it uses, on first use
+    # (cold start), instead of every model of the API at import.
+    model_config = ConfigDict(populate_by_name=True, extra="forbid", defer_build=True)
 
 
 class PayloadModel(BaseModel):
     """Per-kind payload schemas: the named fields are checked, other fields are kept and hashed."""
 
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="allow", strict=True, defer_build=True)
 
 
 class MessagePayload(PayloadModel):
