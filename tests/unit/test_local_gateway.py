@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import importlib
 import json
 import re
 import threading
@@ -25,8 +26,16 @@ from kaibo_local.gateway import (
     HttpResponse,
     LocalGateway,
     allows,
+    load_handler,
 )
-from kaibo_local.template import FunctionSpec, RouteSpec, authorizer_function, load_template, routes
+from kaibo_local.template import (
+    FunctionSpec,
+    RouteSpec,
+    authorizer_function,
+    function_specs,
+    load_template,
+    routes,
+)
 
 TEMPLATE = load_template()
 AUTHORIZER = authorizer_function(TEMPLATE)
@@ -634,11 +643,11 @@ def blocking(fakes: FakeFunctions) -> Iterator[Blocking]:
     behaviour.release.set()
 
 
-def test_given_concurrent_requests_then_functions_run_one_at_a_time(
+def test_given_concurrent_requests_then_the_gateway_invokes_functions_concurrently(
     gateway: LocalGateway, blocking: Blocking
 ) -> None:
-    # Powertools keeps the current event in a class attribute shared by every resolver: two
-    # invocations at once in one process would read each other's event (and principal).
+    # Where functions run is the loader's business (containers in the stack): the gateway itself
+    # must not serialize requests, or races that matter on AWS could never happen locally.
     responses: list[HttpResponse] = []
     threads = [
         threading.Thread(target=lambda r=r: responses.append(gateway.handle(r)))
@@ -646,14 +655,36 @@ def test_given_concurrent_requests_then_functions_run_one_at_a_time(
     ]
     for thread in threads:
         thread.start()
-    assert blocking.entered.acquire(timeout=10)  # one invocation is in its function...
-    assert not blocking.entered.acquire(timeout=0.3)  # ...and the other waits for it
+    assert blocking.entered.acquire(timeout=10)
+    assert blocking.entered.acquire(timeout=10)  # both are inside their function at once
 
     blocking.release.set()
     for thread in threads:
         thread.join(timeout=10)
 
     assert [r.status for r in responses] == [200, 200]
+    assert blocking.most_active == 2
+
+
+def test_given_in_process_handlers_then_invocations_run_one_at_a_time(
+    monkeypatch: pytest.MonkeyPatch, blocking: Blocking
+) -> None:
+    # Powertools keeps the current event in a class attribute shared by every resolver: two
+    # invocations at once in one process would read each other's event (and principal).
+    module = type("FakeModule", (), {"lambda_handler": staticmethod(lambda event, _context: blocking(event))})
+    monkeypatch.setattr(importlib, "import_module", lambda _name: module)
+    specs = [
+        s for s in function_specs(load_template()) if s.logical_id in ("EventsFunction", "RememberFunction")
+    ]
+    handlers = [load_handler(spec) for spec in specs]
+    threads = [threading.Thread(target=h, args=({}, None)) for h in handlers]
+    for thread in threads:
+        thread.start()
+    assert blocking.entered.acquire(timeout=10)  # one invocation is in its function...
+    assert not blocking.entered.acquire(timeout=0.3)  # ...and the other waits for it
+    blocking.release.set()
+    for thread in threads:
+        thread.join(timeout=10)
     assert blocking.most_active == 1
 
 
