@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Self
 
 from kaibo_local.gateway import ACCOUNT, REGION, Handler, LambdaContext
 from kaibo_local.template import FunctionSpec, resources_of_type
@@ -246,7 +246,28 @@ def failed_message_ids(result: Any, message_ids: list[str]) -> set[str]:
     return failed
 
 
-class QueuePoller:
+class _BackgroundLoop:
+    """A daemon thread running ``_run`` until ``stop``; stopping one never started is harmless."""
+
+    def __init__(self, name: str) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> Self:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop after the current round."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+class QueuePoller(_BackgroundLoop):
     """Lambda's SQS event source mapping: receive, invoke, delete what succeeded."""
 
     def __init__(self, sqs: Any, trigger: QueueTrigger, queue_url: str, handler: Handler) -> None:
@@ -255,18 +276,7 @@ class QueuePoller:
         self._url = queue_url
         self._arn = queue_arn(sqs, queue_url)
         self._handler = handler
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"poll-{trigger.queue}", daemon=True)
-
-    def start(self) -> QueuePoller:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop polling (after the current round); harmless if never started."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
+        super().__init__(name=f"poll-{trigger.queue}")
 
     def poll_once(self, wait_seconds: int = 1) -> int:
         """One receive/invoke/delete round; the number of messages received.
@@ -319,7 +329,7 @@ class QueuePoller:
                 self._stop.wait(1)
 
 
-class ScheduleTimer:
+class ScheduleTimer(_BackgroundLoop):
     """An EventBridge schedule: invoke the function every ``every_seconds`` (at a fixed rate)."""
 
     def __init__(
@@ -335,20 +345,9 @@ class ScheduleTimer:
         if not self._every > 0:
             raise ValueError(f"schedule {trigger.name}: the interval must be positive, not {self._every}")
         self._clock = clock
-        self._stop = threading.Event()
         self._count_lock = threading.Lock()
-        self._thread = threading.Thread(target=self._run, name=f"schedule-{trigger.name}", daemon=True)
         self.fired = 0
-
-    def start(self) -> ScheduleTimer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop firing (a run in progress finishes first); harmless if never started."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
+        super().__init__(name=f"schedule-{trigger.name}")
 
     def event(self) -> dict[str, Any]:
         """The scheduled event EventBridge would send now."""
