@@ -19,7 +19,7 @@ from kaibo_core.models.api import (
     CreateProjectRequest,
     CreateProjectResponse,
 )
-from kaibo_core.observability import logger, metrics
+from kaibo_core.observability import logger
 from kaibo_core.services.admin import AdminService
 from kaibo_core.settings import get_settings
 from kaibo_core.storage_keys import ProjectId
@@ -70,6 +70,5 @@ def revoke_key(key_id: KeyIdParam) -> Response[str]:
 
 
 @logger.inject_lambda_context(log_event=False)
-@metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return resolve(app, event, context)

@@ -14,7 +14,7 @@ from kaibo_core.adapters.dynamodb_events import DynamoEventStore
 from kaibo_core.http import ERROR_RESPONSES, create_resolver, principal, resolve
 from kaibo_core.limits import DEFAULT_EVENTS_PAGE, DEFAULT_STREAMS_PAGE, MAX_EVENTS_PAGE, MAX_STREAMS_PAGE
 from kaibo_core.models.api import EventsPage, StreamsPage
-from kaibo_core.observability import logger, metrics
+from kaibo_core.observability import logger
 from kaibo_core.services.streams import StreamsService
 from kaibo_core.settings import get_settings
 
@@ -49,6 +49,5 @@ def list_events(
 
 
 @logger.inject_lambda_context(log_event=False)
-@metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return resolve(app, event, context)
