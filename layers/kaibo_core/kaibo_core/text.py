@@ -1,0 +1,218 @@
+"""The one text pipeline recall uses, at index time and at query time.
+
+``docs/recall.md`` ("The text pipeline") specifies every rule; this module is the
+reference implementation. It is pure: standard library plus ``snowballstemmer``.
+
+    text --NFKC--> spans (CJK runs | compounds) --> tokens (whole + parts)
+         --casefold--> stopwords dropped from words --> Snowball English stems
+         --> terms longer than MAX_TERM_LENGTH dropped
+
+``analyze`` gives the terms of a text in order, with repeats (what BM25's term
+frequencies count); ``query_terms`` gives the distinct terms of a question.
+Index entries store ``PIPELINE_VERSION`` so that a change here can be detected.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+import snowballstemmer
+
+#: Stored with index entries; bump it whenever any rule below changes a term.
+PIPELINE_VERSION = 1
+
+#: Terms longer than this many characters (after case folding and stemming) are
+#: dropped, not truncated: such tokens are hashes, blobs or long URLs, and a
+#: truncated prefix would only make false matches. The parts of a dropped compound
+#: are still kept. 64 characters are at most 256 UTF-8 bytes, far below
+#: DynamoDB's key limits (2048 bytes for a partition key, 1024 for a sort key).
+MAX_TERM_LENGTH = 64
+
+#: A modest English stopword list: articles, pronouns, auxiliaries, common
+#: prepositions and conjunctions, and the interrogatives (a memory rarely contains
+#: "when"; the question word describes the answer, not its content). Deliberately
+#: NOT stopwords: negations ("not", "no", "never", "nor", "none", "nothing",
+#: "without", and contractions such as "don't" -> "dont"), because "no longer"
+#: and "not Tuesday" change what a memory says; temporal and ordering words
+#: ("before", "after", "since", "until", "again", "first", "last", "more",
+#: "most", "same", "other"), because questions turn on them. Matched against the
+#: case-folded token with apostrophes removed, before stemming.
+_STOPWORD_TEXT = """
+a an the and or but if then else so than too very just also only
+of at by for with about to from in on into onto up down out off over as
+is am are was were be been being have has had having do does did doing
+will would shall should can could may might must
+i me my mine myself we us our ours ourselves you your yours yourself yourselves
+he him his himself she her hers herself it its itself they them their theirs themselves
+im ive youre youve youll youd hes shes weve theyre theyve thats theres
+this that these those there here
+what which who whom whose when where why how
+such some any each all both own
+s t d ll m re ve
+http https www
+"""
+STOPWORDS: frozenset[str] = frozenset(_STOPWORD_TEXT.split())
+
+#: Characters of scripts written without spaces between words (CJK ideographs,
+#: kana) and Hangul syllables. A run of them becomes overlapping bigrams.
+_CJK_CHARS = (
+    "\u3040-\u30ff"  # Hiragana, Katakana
+    "\u31f0-\u31ff"  # Katakana phonetic extensions
+    "\u3400-\u4dbf"  # CJK Unified Ideographs Extension A
+    "\u4e00-\u9fff"  # CJK Unified Ideographs
+    "\uac00-\ud7af"  # Hangul syllables
+    "\uf900-\ufaff"  # CJK Compatibility Ideographs
+)
+#: A word character that is not CJK: Python's Unicode ``\w`` (letters, digits,
+#: underscore) minus the CJK ranges above.
+_W = rf"[^\W{_CJK_CHARS}]"
+#: Connectors join word runs into one compound: ``foo-bar``, ``v1.2.3``,
+#: ``a@b.com``, ``https://x/y``, ``10:30``, ``don't``, and a comma only between
+#: digits (``1,000``).
+_CONNECTOR = r"(?:[-.@/:+'’#~&=?%]+|(?<=\d),(?=\d))"
+_SPAN = re.compile(rf"(?P<cjk>[{_CJK_CHARS}]+)|(?P<compound>{_W}+(?:{_CONNECTOR}{_W}+)*)")
+_APOSTROPHE = re.compile(r"(?<=\w)['’](?=\w)")
+_NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
+_ISO_DATE = re.compile(r"(?<!\d)\d{4}-\d{2}-\d{2}(?!\d)")
+_RUN = re.compile(rf"{_W}+")
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """A token before stopwords and stemming.
+
+    ``word`` tokens follow the word rule (stopword check, then a stem when
+    alphabetic); the others (whole compounds, numbers, dates, CJK bigrams) are
+    kept verbatim.
+    """
+
+    text: str
+    word: bool
+
+
+def _fold(text: str) -> str:
+    """Case folding to a fixed point of ``NFKC(casefold(.))``."""
+    for _ in range(4):
+        folded = unicodedata.normalize("NFKC", text.casefold())
+        if folded == text:
+            break
+        text = folded
+    return text
+
+
+def _case_parts(run: str) -> list[str]:
+    """Split one run (no underscores) at case boundaries: ``CamelCase`` -> Camel, Case;
+    ``HTTPServer`` -> HTTP, Server; ``iPhone`` -> i, Phone. Digits and uncased
+    characters never start a part, so ``v1``, ``md5`` and ``01ABC`` stay whole."""
+    parts: list[str] = []
+    start = 0
+    for i in range(1, len(run)):
+        prev, cur = run[i - 1], run[i]
+        nxt = run[i + 1] if i + 1 < len(run) else ""
+        if cur.isupper() and (prev.islower() or (prev.isupper() and nxt.islower())):
+            parts.append(run[start:i])
+            start = i
+    parts.append(run[start:])
+    return parts
+
+
+def _run_tokens(run: str) -> Iterator[Token]:
+    """One ``\\w`` run: ``snake_case`` is kept whole (verbatim) plus its parts;
+    a run without underscores is a word, plus its case parts when it has any."""
+    pieces = [piece for piece in run.split("_") if piece]
+    if "_" in run and pieces:
+        yield Token(run, word=False)
+    for piece in pieces:
+        yield Token(piece, word=True)
+        parts = _case_parts(piece)
+        if len(parts) > 1:
+            for part in parts:
+                yield Token(part, word=True)
+
+
+def _compound_tokens(compound: str) -> Iterator[Token]:
+    compound = _APOSTROPHE.sub("", compound)
+    if _NUMBER.fullmatch(compound):
+        yield Token(compound.replace(",", ""), word=False)
+        return
+    if _ISO_DATE.fullmatch(compound):
+        yield Token(compound, word=False)
+        return
+    runs = _RUN.findall(compound)
+    if len(runs) == 1:  # no connector left (``don't`` -> ``dont``)
+        yield from _run_tokens(compound)
+        return
+    yield Token(compound, word=False)
+    # Parts: ISO dates inside the compound stay one part; everything else splits
+    # into runs at the connectors.
+    position = 0
+    for date in _ISO_DATE.finditer(compound):
+        for run in _RUN.findall(compound[position : date.start()]):
+            yield from _run_tokens(run)
+        yield Token(date.group(), word=False)
+        position = date.end()
+    for run in _RUN.findall(compound[position:]):
+        yield from _run_tokens(run)
+
+
+def _cjk_tokens(run: str) -> Iterator[Token]:
+    if len(run) == 1:
+        yield Token(run, word=False)
+        return
+    for i in range(len(run) - 1):
+        yield Token(run[i : i + 2], word=False)
+
+
+def tokenize(text: str) -> list[Token]:
+    """The tokens of ``text`` in order, case-folded, before stopwords and stems."""
+    normalized = unicodedata.normalize("NFKC", text)
+    tokens: list[Token] = []
+    for span in _SPAN.finditer(normalized):
+        cjk = span.group("cjk")
+        raw = _cjk_tokens(cjk) if cjk is not None else _compound_tokens(span.group("compound"))
+        tokens.extend(Token(_fold(token.text), token.word) for token in raw)
+    return tokens
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> snowballstemmer.stemmer:
+    return snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """The Snowball English stem of an alphabetic, case-folded word; other tokens as they are."""
+    if not word.isalpha():
+        return word
+    stemmed: str = _stemmer().stemWord(word)
+    return stemmed or word
+
+
+def _term(token: Token) -> str | None:
+    term = token.text
+    if token.word:
+        if term in STOPWORDS:
+            return None
+        term = stem(term)
+    if not term or len(term) > MAX_TERM_LENGTH:
+        return None
+    return term
+
+
+def analyze(text: str) -> list[str]:
+    """The terms of ``text`` in order, with repeats: what the index counts."""
+    terms: list[str] = []
+    for token in tokenize(text):
+        term = _term(token)
+        if term is not None:
+            terms.append(term)
+    return terms
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct terms of a question, in first-seen order."""
+    return list(dict.fromkeys(analyze(text)))
