@@ -90,7 +90,6 @@ class RememberOutcome:
 @dataclass
 class _AppendState:
     pending: list[PlannedEvent]
-    claims: dict[str, IdempotencyClaim] = field(default_factory=dict)
     appended: dict[str, EventRecord] = field(default_factory=dict)
 
 
