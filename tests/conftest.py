@@ -37,6 +37,8 @@ class AwsStack:
             "KAIBO_EVENTS_TABLE": self.tables["EventsTable"],
             "KAIBO_IDEMPOTENCY_TABLE": self.tables["IdempotencyTable"],
             "KAIBO_PROJECTS_TABLE": self.tables["ProjectsTable"],
+            "KAIBO_MEMORIES_TABLE": self.tables["MemoriesTable"],
+            "KAIBO_INDEX_TABLE": self.tables["TermIndexTable"],
             "KAIBO_ADMIN_KEY_HASH": self.admin_key_hash,
         }
 

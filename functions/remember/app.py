@@ -12,8 +12,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from kaibo_core.adapters.aws import dynamodb_client
 from kaibo_core.adapters.dynamodb_events import DynamoEventStore
+from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore
 from kaibo_core.http import ERROR_RESPONSES, create_resolver, principal, resolve
-from kaibo_core.models.api import EventReceipt, RememberRequest, RememberResponse
+from kaibo_core.models.api import EventReceipt, ProvisionalMemoryOut, RememberRequest, RememberResponse
 from kaibo_core.observability import logger, metrics
 from kaibo_core.services.remember import RememberService
 from kaibo_core.settings import get_settings
@@ -24,8 +25,10 @@ app = create_resolver()
 @lru_cache(maxsize=1)
 def service() -> RememberService:
     settings = get_settings()
+    client = dynamodb_client()
     return RememberService(
-        DynamoEventStore(dynamodb_client(), settings.events_table, settings.idempotency_table)
+        DynamoEventStore(client, settings.events_table, settings.idempotency_table),
+        memories=DynamoMemoryStore(client, settings.memories_table, settings.index_table),
     )
 
 
@@ -41,9 +44,24 @@ def remember(request: Annotated[RememberRequest, Body()]) -> RememberResponse:
     metrics.add_metric("EventsAppended", MetricUnit.Count, outcome.appended)
     metrics.add_metric("EventsReplayed", MetricUnit.Count, outcome.replays)
     metrics.add_metric("HeadConflicts", MetricUnit.Count, outcome.head_conflicts)
+    if outcome.index_failures:
+        # The events are stored and acknowledged; a replay of the same keys completes the index.
+        metrics.add_metric("ProvisionalIndexFailures", MetricUnit.Count, len(outcome.index_failures))
+        logger.error(
+            "provisional index failed",
+            extra={
+                "failures": len(outcome.index_failures),
+                "error": type(outcome.index_failures[0]).__name__,
+            },
+        )
     logger.info(
         "remembered",
-        extra={"appended": outcome.appended, "replayed": outcome.replays, "attempts": outcome.attempts},
+        extra={
+            "appended": outcome.appended,
+            "replayed": outcome.replays,
+            "attempts": outcome.attempts,
+            "memories": len(outcome.memories),
+        },
     )
     return RememberResponse(
         events=[
@@ -57,7 +75,11 @@ def remember(request: Annotated[RememberRequest, Body()]) -> RememberResponse:
                 replayed=e.replayed,
             )
             for e in outcome.events
-        ]
+        ],
+        memories=[
+            ProvisionalMemoryOut(id=m.id, status=m.status, type=m.type, content=m.content or "")
+            for m in outcome.memories
+        ],
     )
 
 

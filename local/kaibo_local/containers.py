@@ -7,22 +7,38 @@ them warm) and runs one invocation at a time, so requests to the local stack
 really overlap — the races that matter on AWS (two remembers on one stream
 head) happen locally too, decided by the emulator's serialized DynamoDB.
 Workers inherit the environment the stack resolved from the template.
+
+Event streams (kaibo_core.streaming) cross the process boundary while the
+handler runs: for an invocation whose context carries a response stream, the
+worker gets a picklable stand-in that puts ``("start", status, headers)`` and
+``("chunk", bytes)`` messages on a queue of a multiprocessing manager (started
+once per pool, at the first such invocation), and the caller's thread forwards
+them to the real stream as they arrive, until the worker's ``("end",)``. Other
+invocations never touch the manager.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import multiprocessing
+import queue
 import signal
 import threading
-from concurrent.futures import ProcessPoolExecutor
+import time
+from collections.abc import Mapping
+from concurrent.futures import Future, ProcessPoolExecutor
+from multiprocessing.managers import SyncManager
 from typing import Any
 
+from kaibo_core.streaming import ResponseStream
 from kaibo_local.gateway import Handler, LambdaContext
 from kaibo_local.template import FunctionSpec
 
 DEFAULT_CONTAINERS = 4
 INVOKE_TIMEOUT_SECONDS = 60
+#: How often a streaming invocation that hears nothing checks whether its worker is still there.
+STREAM_POLL_SECONDS = 0.5
 
 _loaded: dict[str, Handler] = {}
 
@@ -54,6 +70,73 @@ def _invoke(module: str, name: str, event: dict[str, Any], context: LambdaContex
         raise FunctionError(str(exc)) from None
 
 
+class _QueueStream:
+    """A worker's response stream: messages on a manager queue (a picklable proxy)."""
+
+    def __init__(self, messages: queue.Queue[Any]) -> None:
+        self._messages = messages
+        self._started = False
+
+    def start(self, status: int, headers: Mapping[str, str]) -> None:
+        if self._started:
+            raise RuntimeError("the response stream is already started")
+        self._started = True
+        self._messages.put(("start", int(status), dict(headers)))
+
+    def write(self, data: bytes) -> None:
+        if not self._started:
+            raise RuntimeError("write before start")
+        self._messages.put(("chunk", bytes(data)))
+
+    def end(self) -> None:
+        self._messages.put(("end",))
+
+
+def _invoke_streaming(module: str, name: str, event: dict[str, Any], context: LambdaContext) -> Any:
+    """Runs in a worker process: ``_invoke``, then the end of the stream's messages."""
+    stream = context.kaibo_response_stream
+    assert isinstance(stream, _QueueStream)
+    try:
+        return _invoke(module, name, event, context)
+    finally:
+        stream.end()
+
+
+def _forward(messages: queue.Queue[Any], future: Future[Any], stream: ResponseStream) -> None:
+    """Send the worker's stream messages to ``stream`` as they come, until its end (or its death).
+
+    A message ``stream`` refuses fails the invocation once the worker is done, as it would
+    have failed the handler in-process.
+    """
+    deadline = time.monotonic() + INVOKE_TIMEOUT_SECONDS
+    refused: Exception | None = None
+    while True:
+        finished = future.done()  # then all its messages are queued: take them, don't wait
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 and not finished:
+            raise TimeoutError(f"no answer within {INVOKE_TIMEOUT_SECONDS} s")
+        try:
+            message = messages.get(timeout=0 if finished else min(remaining, STREAM_POLL_SECONDS))
+        except queue.Empty:
+            if finished:
+                break  # the worker died before its end message
+            continue
+        if message[0] == "end":
+            break
+        if refused is not None:
+            continue
+        try:
+            if message[0] == "start":
+                stream.start(message[1], message[2])
+            else:
+                stream.write(message[1])
+        except Exception as error:
+            refused = error
+    if refused is not None:
+        future.result(timeout=max(0.0, deadline - time.monotonic()))  # the handler's own error first
+        raise FunctionError(f"response stream: {refused}") from refused
+
+
 def _warm(modules: list[str]) -> int:
     for module in modules:
         importlib.import_module(module)
@@ -76,15 +159,46 @@ class ContainerPool:
         finally:
             for signum, handler in saved.items():
                 signal.signal(signum, handler)
+        self._manager: SyncManager | None = None
+        self._manager_lock = threading.Lock()
+        self._stopped = False
 
     def loader(self, spec: FunctionSpec) -> Handler:
         """A handler that runs ``spec``'s function in a container (drop-in for load_handler)."""
 
         def invoke(event: dict[str, Any], context: LambdaContext) -> Any:
+            stream = context.kaibo_response_stream
+            if stream is not None:
+                return self._invoke_streaming(spec, event, context, stream)
             future = self._pool.submit(_invoke, spec.qualified_module, spec.handler_name, event, context)
             return future.result(timeout=INVOKE_TIMEOUT_SECONDS)
 
         return invoke
 
+    def _invoke_streaming(
+        self, spec: FunctionSpec, event: dict[str, Any], context: LambdaContext, stream: ResponseStream
+    ) -> Any:
+        messages = self._queues().Queue()
+        sent = dataclasses.replace(context, kaibo_response_stream=_QueueStream(messages))
+        future = self._pool.submit(_invoke_streaming, spec.qualified_module, spec.handler_name, event, sent)
+        _forward(messages, future, stream)
+        return future.result(timeout=INVOKE_TIMEOUT_SECONDS)
+
+    def _queues(self) -> SyncManager:
+        """The manager that holds the stream queues, started at the first streaming invocation."""
+        with self._manager_lock:
+            if self._stopped:
+                raise RuntimeError("the container pool is stopped")
+            if self._manager is None:
+                manager = SyncManager(ctx=multiprocessing.get_context("spawn"))
+                manager.start(_ignore_stop_signals)
+                self._manager = manager
+            return self._manager
+
     def stop(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+        with self._manager_lock:
+            self._stopped = True
+            if self._manager is not None:
+                self._manager.shutdown()
+                self._manager = None

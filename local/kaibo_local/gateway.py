@@ -25,6 +25,14 @@ principal. The local stack instead runs them in worker processes
 (kaibo_local.containers), one invocation per process at a time like Lambda
 containers, so requests really run concurrently.
 
+Event streams (kaibo_core.streaming): when the request's ``Accept`` asks for
+``text/event-stream`` and the caller of ``handle`` offers a ``ResponseStream`` (the
+HTTP front does), the function's context carries it under ``STREAM_CONTEXT_ATTRIBUTE``.
+A function that starts it sends its status, headers and events to the client while
+it runs; its returned proxy response is then not sent. This is the local stack's
+own feature: on AWS (API Gateway REST, Lambda's Python runtime) the context has no
+stream and the client gets the whole buffered body when the function returns.
+
 Unlike AWS, the authorizer's answer is not cached (a revoked key fails at once),
 and BinaryMediaTypes is not consulted: a non-UTF-8 request body always arrives
 base64-encoded and a base64 response is always decoded.
@@ -45,6 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
+from kaibo_core.streaming import STREAM_CONTEXT_ATTRIBUTE, ResponseStream, wants_event_stream
 from kaibo_local.apigw_events import STAGE, rest_proxy_event
 from kaibo_local.template import FunctionSpec, RouteSpec, authorizer_function, function_specs
 
@@ -91,12 +100,19 @@ def new_request_id() -> str:
 
 @dataclass
 class LambdaContext:
-    """The parts of Lambda's context object that Powertools reads."""
+    """The parts of Lambda's context object that Powertools reads.
+
+    ``kaibo_response_stream`` (``STREAM_CONTEXT_ATTRIBUTE``) is the local stack's addition: a
+    ``ResponseStream`` when the request asked for an event stream, else None (as good as absent
+    for ``kaibo_core.streaming.response_stream``). Whoever sends the context to another process
+    replaces it with a picklable stream (kaibo_local.containers).
+    """
 
     function_name: str
     memory_limit_in_mb: int = 512
     function_version: str = "$LATEST"
     aws_request_id: str = field(default_factory=new_request_id)
+    kaibo_response_stream: ResponseStream | None = None
 
     @property
     def invoked_function_arn(self) -> str:
@@ -108,6 +124,9 @@ class LambdaContext:
 
     def get_remaining_time_in_millis(self) -> int:
         return 30_000
+
+
+assert STREAM_CONTEXT_ATTRIBUTE in LambdaContext.__dataclass_fields__, "the field must bear that name"
 
 
 @dataclass(frozen=True)
@@ -141,6 +160,35 @@ class _Route:
 
 class MalformedProxyResponseError(ValueError):
     """The function's answer is not a valid Lambda proxy response."""
+
+
+class _GatewayStream:
+    """The function's view of the caller's stream: checks the protocol, adds ``x-amzn-RequestId``."""
+
+    def __init__(self, stream: ResponseStream, request_id: str) -> None:
+        self._stream = stream
+        self._request_id = request_id
+        self.started = False
+
+    def start(self, status: int, headers: Mapping[str, str]) -> None:
+        if self.started:
+            raise RuntimeError("the response stream is already started")
+        if not 100 <= int(status) <= 599:
+            raise ValueError(f"status {status}")
+        sent = {
+            str(name): _header_text(value)
+            for name, value in headers.items()
+            if str(name).lower() != "x-amzn-requestid"
+        }
+        sent["x-amzn-RequestId"] = self._request_id
+        self.started = True
+        self._stream.start(int(status), sent)
+
+    def write(self, data: bytes) -> None:
+        if not self.started:
+            raise RuntimeError("write before start")
+        if data:
+            self._stream.write(bytes(data))
 
 
 def _compile(path: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
@@ -211,11 +259,16 @@ class LocalGateway:
 
     # -- public -----------------------------------------------------------------------------------
 
-    def handle(self, request: HttpRequest) -> HttpResponse:
-        """Answer one request; never raises (a fault of the gateway itself is a DEFAULT_5XX 500)."""
+    def handle(self, request: HttpRequest, stream: ResponseStream | None = None) -> HttpResponse:
+        """Answer one request; never raises (a fault of the gateway itself is a DEFAULT_5XX 500).
+
+        ``stream``: offered to the function when the request's ``Accept`` asks for an event
+        stream (see the module docstring). Once the function started it, the returned response
+        is what the function returned (or the error answer) and must not be sent again.
+        """
         request_id = new_request_id()
         try:
-            return self._handle(request, request_id)
+            return self._handle(request, request_id, stream)
         except Exception:
             log.exception("gateway failed on %s %s", request.method, request.path)
             return self.gateway_response("DEFAULT_5XX", request_id, status=500)
@@ -250,7 +303,7 @@ class LocalGateway:
 
     # -- internals --------------------------------------------------------------------------------
 
-    def _handle(self, request: HttpRequest, request_id: str) -> HttpResponse:
+    def _handle(self, request: HttpRequest, request_id: str, stream: ResponseStream | None) -> HttpResponse:
         if len(request.body) > MAX_REQUEST_BYTES:
             return self.gateway_response("REQUEST_TOO_LARGE", request_id)
         found = self._match(request.method, request.path)
@@ -275,10 +328,19 @@ class LocalGateway:
         )
         event["requestContext"]["requestId"] = request_id
         event["requestContext"]["extendedRequestId"] = request_id
+        offered = None
+        if stream is not None and wants_event_stream(_joined_header(request.headers, "accept")):
+            offered = _GatewayStream(stream, request_id)
         try:
-            result = self._invoke(route.spec.function_logical_id, event)
+            result = self._invoke(route.spec.function_logical_id, event, offered)
         except Exception:
-            log.exception("function %s failed", route.spec.function_logical_id)
+            if offered is not None and offered.started:
+                log.exception(
+                    "function %s failed after it started its response stream; ending the stream",
+                    route.spec.function_logical_id,
+                )
+            else:
+                log.exception("function %s failed", route.spec.function_logical_id)
             return self.gateway_response("DEFAULT_5XX", request_id, status=502)
         try:
             return _proxy_response(result, request_id)
@@ -303,8 +365,9 @@ class LocalGateway:
                 self._handlers[logical_id] = self._loader(self._specs[logical_id])
             return self._handlers[logical_id]
 
-    def _invoke(self, logical_id: str, event: dict[str, Any]) -> Any:
-        return self._handler(logical_id)(event, LambdaContext(function_name=logical_id))
+    def _invoke(self, logical_id: str, event: dict[str, Any], stream: ResponseStream | None = None) -> Any:
+        context = LambdaContext(function_name=logical_id, kaibo_response_stream=stream)
+        return self._handler(logical_id)(event, context)
 
     def _authorize(self, request: HttpRequest, request_id: str) -> dict[str, Any] | HttpResponse:
         header_name = str(self._identity.get("Header", "Authorization")).lower()
@@ -333,6 +396,12 @@ class LocalGateway:
         if not allows(answer["policyDocument"], method_arn):
             return self.gateway_response("ACCESS_DENIED", request_id)
         return context
+
+
+def _joined_header(headers: Sequence[tuple[str, str]], name: str) -> str | None:
+    """Every value of a header (``name`` lower-case) joined by commas, as a list-valued header reads."""
+    found = [value for key, value in headers if key.lower() == name]
+    return ", ".join(found) if found else None
 
 
 def _authorizer_context(answer: Any) -> dict[str, Any] | None:

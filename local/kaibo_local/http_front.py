@@ -4,6 +4,15 @@ HTTP/1.1 with keep-alive; request bodies by Content-Length or chunked transfer
 coding. A body over API Gateway's 10 MB is refused with the REQUEST_TOO_LARGE
 gateway response before it is read (and the connection closed); an unreadable
 request (bad Content-Length or chunk framing) gets a 400 in our error shape.
+
+Responses carry a Content-Length, except event streams: a request that asks for
+``text/event-stream`` offers its function a response stream (kaibo_local.gateway),
+and a function that starts it has its status line and headers sent at once, then
+every write as a chunk of its own (``Transfer-Encoding: chunked``; to an HTTP/1.0
+client, raw bytes and ``Connection: close``), flushed as it comes, until the
+function returns. Its returned proxy response (the same events, buffered, which
+is all API Gateway sends on AWS) is then dropped; if it fails midway, the stream
+just ends. A function that never starts the stream is answered as usual.
 """
 
 from __future__ import annotations
@@ -11,6 +20,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -47,6 +57,56 @@ def _split_target(target: str) -> tuple[str, str]:
     return path.split("#", 1)[0] or "/", query.split("#", 1)[0]
 
 
+class _ResponseStream:
+    """The front's ``ResponseStream``: a response sent while the function runs (see the docstring)."""
+
+    def __init__(self, handler: BaseHTTPRequestHandler) -> None:
+        self._handler = handler
+        self._chunked = handler.request_version != "HTTP/1.0"
+        self._broken = False
+        self.started = False
+
+    def start(self, status: int, headers: Mapping[str, str]) -> None:
+        if self.started:
+            raise RuntimeError("the response stream is already started")
+        self.started = True  # from here on, the buffered answer is never sent
+        handler = self._handler
+        if not self._chunked:
+            handler.close_connection = True  # the end of the body is the end of the connection
+        handler.send_response(status)
+        for name, value in headers.items():
+            if name.lower() not in _HOP_BY_HOP:
+                handler.send_header(name, value)
+        if self._chunked:
+            handler.send_header("Transfer-Encoding", "chunked")
+        if handler.close_connection:
+            handler.send_header("Connection", "close")
+        self._flush(handler.end_headers)
+
+    def write(self, data: bytes) -> None:
+        if not self.started:
+            raise RuntimeError("write before start")
+        if data:  # an empty chunk would end the body
+            framed = b"%x\r\n%b\r\n" % (len(data), data) if self._chunked else data
+            self._flush(lambda: self._handler.wfile.write(framed))
+
+    def finish(self) -> None:
+        if self._chunked:
+            self._flush(lambda: self._handler.wfile.write(b"0\r\n\r\n"))
+
+    def _flush(self, send: Callable[[], object]) -> None:
+        """Send now; a client that left only stops the sending (the function runs on, as on Lambda)."""
+        if self._broken:
+            return
+        try:
+            send()
+            self._handler.wfile.flush()
+        except OSError as error:
+            log.debug("the client left during an event stream: %r", error)
+            self._broken = True
+            self._handler.close_connection = True
+
+
 def _handler_class(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
     class GatewayRequestHandler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -73,7 +133,12 @@ def _handler_class(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
                 headers=list(self.headers.items()),
                 body=body,
             )
-            self._send(gateway.handle(request))
+            stream = None if self.command == "HEAD" else _ResponseStream(self)
+            response = gateway.handle(request, stream)
+            if stream is not None and stream.started:
+                stream.finish()  # the function's own response holds the same events: not sent again
+            else:
+                self._send(response)
 
         def handle_expect_100(self) -> bool:
             """``Expect: 100-continue`` with a body over the limit: refuse before the client sends it."""

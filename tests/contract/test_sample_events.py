@@ -58,6 +58,9 @@ EXPECTED_STATUS: dict[str, int] = {
     "create-project.json": 201,  # a project and its first key (admin key)
     "create-key.json": 201,  # after its project exists (id patched into the path)
     "revoke-key.json": 204,  # after its key exists (id patched into the path)
+    "recall.json": 200,  # after remember.json: the release-target memory, cited
+    "recall-stream.json": 200,  # the same, as server-sent events (candidates, packed, final)
+    "get-memory.json": 200,  # after remember.json: its first provisional memory (id patched in)
 }
 #: Error code of each sample expected to fail.
 EXPECTED_ERROR_CODE: dict[str, str] = {"remember-invalid.json": "unknown_kind"}
@@ -172,6 +175,8 @@ class LocalStack:
         multi = {k.lower(): v for k, v in (result.get("multiValueHeaders") or {}).items()}
         content_type = headers.get("content-type") or (multi.get("content-type") or [None])[0]
         text = result.get("body") or ""
+        if (content_type or "").startswith("text/event-stream"):
+            return Reply(result["statusCode"], text, content_type)
         return Reply(result["statusCode"], json.loads(text) if text else None, content_type)
 
     def authorize(self, event: dict[str, Any]) -> dict[str, Any]:
@@ -220,6 +225,12 @@ def _remember_first(stack: LocalStack, event: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
+def _memory_exists(stack: LocalStack, event: dict[str, Any]) -> dict[str, Any]:
+    remembered = stack.invoke(load_event("remember.json"))
+    assert remembered.status == 202
+    return with_path_parameter(event, "memory_id", remembered.body["memories"][0]["id"])
+
+
 def _project_exists(stack: LocalStack, event: dict[str, Any]) -> dict[str, Any]:
     return with_path_parameter(event, "project_id", stack.create_project().projectId)
 
@@ -233,6 +244,9 @@ PREPARE: dict[str, Callable[[LocalStack, dict[str, Any]], dict[str, Any]]] = {
     "list-events.json": _remember_first,
     "create-key.json": _project_exists,
     "revoke-key.json": _key_exists,
+    "recall.json": _remember_first,
+    "recall-stream.json": _remember_first,
+    "get-memory.json": _memory_exists,
 }
 
 

@@ -41,6 +41,8 @@ EXPECTED_ROUTES: dict[tuple[str, str], str] = {
     ("POST", "/v1/remember"): "RememberFunction",
     ("GET", "/v1/streams"): "EventsFunction",
     ("GET", "/v1/streams/{stream}/events"): "EventsFunction",
+    ("POST", "/v1/recall"): "RecallFunction",
+    ("GET", "/v1/memories/{memory_id}"): "MemoriesFunction",
 }
 
 #: Function → the exact (action, resource) pairs it is allowed; resources as "Table" or
@@ -57,7 +59,16 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
         ("dynamodb:PutItem", "EventsTable"),
         ("dynamodb:BatchGetItem", "EventsTable"),
         ("dynamodb:PutItem", "IdempotencyTable"),
+        ("dynamodb:PutItem", "MemoriesTable"),
+        ("dynamodb:BatchGetItem", "MemoriesTable"),
+        ("dynamodb:PutItem", "TermIndexTable"),
+        ("dynamodb:UpdateItem", "TermIndexTable"),
     },
+    "RecallFunction": {
+        ("dynamodb:Query", "TermIndexTable"),
+        ("dynamodb:BatchGetItem", "MemoriesTable"),
+    },
+    "MemoriesFunction": {("dynamodb:GetItem", "MemoriesTable")},
     "EventsFunction": {
         ("dynamodb:Query", "EventsTable"),
         ("dynamodb:Query", "EventsTable/index/StreamHeads"),
@@ -98,6 +109,8 @@ EXPECTED_TABLE_KEYS: dict[str, list[tuple[str, str, str]]] = {
     "EventsTable": [("pk", "S", "HASH"), ("seq", "N", "RANGE")],
     "IdempotencyTable": [("pk", "S", "HASH")],
     "ProjectsTable": [("pk", "S", "HASH")],
+    "MemoriesTable": [("pk", "S", "HASH")],
+    "TermIndexTable": [("pk", "S", "HASH"), ("sk", "S", "RANGE")],
 }
 
 
@@ -335,7 +348,7 @@ def test_given_every_function_then_its_permissions_are_exactly_the_listed_ones(
 
 
 def test_given_the_readers_then_they_cannot_write(template: dict[str, Any]) -> None:
-    for reader in ("EventsFunction", "AuthorizerFunction"):
+    for reader in ("EventsFunction", "AuthorizerFunction", "RecallFunction", "MemoriesFunction"):
         assert not {action for action, _ in permissions(template, reader)} & WRITE_ACTIONS, reader
 
 
@@ -354,6 +367,8 @@ def test_given_every_function_then_it_finds_its_tables_and_powertools_settings(
         assert env["KAIBO_EVENTS_TABLE"] == {"Ref": "EventsTable"}, spec.logical_id
         assert env["KAIBO_IDEMPOTENCY_TABLE"] == {"Ref": "IdempotencyTable"}, spec.logical_id
         assert env["KAIBO_PROJECTS_TABLE"] == {"Ref": "ProjectsTable"}, spec.logical_id
+        assert env["KAIBO_MEMORIES_TABLE"] == {"Ref": "MemoriesTable"}, spec.logical_id
+        assert env["KAIBO_INDEX_TABLE"] == {"Ref": "TermIndexTable"}, spec.logical_id
         assert env["POWERTOOLS_SERVICE_NAME"] == "kaibo"
         assert env["POWERTOOLS_METRICS_NAMESPACE"] == "Kaibo"
         assert env["POWERTOOLS_LOG_LEVEL"] == env["LOG_LEVEL"] == {"Ref": "LogLevel"}

@@ -142,6 +142,42 @@ def test_given_an_admin_created_key_when_remembering_then_pages_and_verify_pass(
     assert pinned.returncode == 0, pinned.stdout + pinned.stderr
 
 
+def test_given_remembered_events_then_recall_answers_over_http_as_json_and_as_a_stream(
+    stack: RunningStack,
+) -> None:
+    project = new_project(stack, "e2e-recall")
+    client = KaiboClient(stack.endpoint, project["apiKey"])
+    remembered = client.remember(
+        "chat-42",
+        [
+            message("r1", "Move the release target from July 13 to July 17"),
+            message("r2", "Lunch is on Friday"),
+        ],
+    )
+    memory_id = remembered["memories"][0]["id"]
+
+    answer = client.recall("When is the release target?", budget=100)
+    assert [item["memoryId"] for item in answer["items"]] == [memory_id]
+    assert answer["items"][0]["citations"][0]["hash"] == remembered["events"][0]["hash"]
+    assert client.memory(memory_id)["status"] == "provisional"
+
+    streamed = list(client.recall_stream("When is the release target?", budget=100, as_of=answer["asOf"]))
+    assert [name for name, _ in streamed] == ["candidates", "packed", "final"]
+    final = streamed[-1][1]
+    assert final["items"] == answer["items"]
+
+    question = "When is the release target?"
+    cli = kaibo_cli(stack, "recall", question, "--budget", "100", api_key=project["apiKey"])
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(cli.stdout)["items"][0]["memoryId"] == memory_id
+    shown = kaibo_cli(stack, "memory", memory_id, api_key=project["apiKey"])
+    assert json.loads(shown.stdout)["content"] == "Move the release target from July 13 to July 17"
+
+    unknown = client.recall("Who won the chess tournament?")
+    assert unknown["items"] == []
+    assert unknown["abstain"]["abstained"] is True
+
+
 def test_given_a_tampered_item_in_the_emulator_then_verify_fails_naming_the_seq(stack: RunningStack) -> None:
     project = new_project(stack, "e2e-tamper")
     client = KaiboClient(stack.endpoint, project["apiKey"])

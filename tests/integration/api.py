@@ -57,6 +57,7 @@ def call(
     raw_body: bytes | str | None = None,
     query: list[tuple[str, str]] | None = None,
     context: dict[str, Any] | None = None,
+    headers: list[tuple[str, str]] | None = None,
 ) -> Reply:
     payload = raw_body if raw_body is not None else (json.dumps(body) if body is not None else None)
     event = rest_proxy_event(
@@ -65,10 +66,16 @@ def call(
         resource=resource,
         path_parameters=path_parameters,
         query=query or [],
-        headers=[("Content-Type", "application/json")],
+        headers=[("Content-Type", "application/json"), *(headers or [])],
         body=payload,
         authorizer=context,
     )
     result = handler_module(function).lambda_handler(event, FakeLambdaContext())
     text = result.get("body") or ""
-    return Reply(result["statusCode"], json.loads(text) if text else None, result.get("headers") or {})
+    response_headers = {
+        **{name: values[-1] for name, values in (result.get("multiValueHeaders") or {}).items()},
+        **(result.get("headers") or {}),
+    }
+    if response_headers.get("Content-Type", "").startswith("text/event-stream"):
+        return Reply(result["statusCode"], text, response_headers)  # the event stream, as text
+    return Reply(result["statusCode"], json.loads(text) if text else None, response_headers)

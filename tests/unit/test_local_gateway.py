@@ -157,6 +157,8 @@ def test_given_the_template_then_the_routes_under_test_are_all_of_its_api_events
         ("POST", "/v1/remember"),
         ("GET", "/v1/streams"),
         ("GET", "/v1/streams/{stream}/events"),
+        ("POST", "/v1/recall"),
+        ("GET", "/v1/memories/{memory_id}"),
     }
 
 

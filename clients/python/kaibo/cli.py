@@ -105,6 +105,21 @@ def build_parser() -> argparse.ArgumentParser:
     events.add_argument("--from-seq", type=_positive_int, default=1)
     events.set_defaults(handler=_events)
 
+    recall = commands.add_parser(
+        "recall", parents=[subparser_globals], help="ask a question: cited memories as JSON, or abstain"
+    )
+    recall.add_argument("question")
+    recall.add_argument("--budget", type=_positive_int, default=300, help="token budget (default 300)")
+    recall.add_argument("--as-of", help="RFC 3339 instant: answer from what was valid then (default: now)")
+    recall.add_argument("--stream", action="append", dest="streams", help="only this stream (repeatable)")
+    recall.add_argument("--type", action="append", dest="types", help="only this memory type (repeatable)")
+    recall.add_argument("--include-superseded", action="store_true", help="also ended memories (audits)")
+    recall.set_defaults(handler=_recall)
+
+    memory = commands.add_parser("memory", parents=[subparser_globals], help="one memory by id, as JSON")
+    memory.add_argument("memory_id")
+    memory.set_defaults(handler=_memory)
+
     verify = commands.add_parser(
         "verify", parents=[subparser_globals], help="recompute the hash chains (all streams, or one)"
     )
@@ -252,6 +267,24 @@ def _remember_event(args: argparse.Namespace) -> dict[str, Any]:
 def _remember(args: argparse.Namespace) -> int:
     event = _remember_event(args)
     _print_json(_client(args).remember(args.stream, [event], wait=args.wait))
+    return EXIT_OK
+
+
+def _recall(args: argparse.Namespace) -> int:
+    answer = _client(args).recall(
+        args.question,
+        args.budget,
+        as_of=args.as_of,
+        streams=args.streams,
+        types=args.types,
+        include_superseded=args.include_superseded,
+    )
+    _print_json(answer)
+    return EXIT_OK
+
+
+def _memory(args: argparse.Namespace) -> int:
+    _print_json(_client(args).memory(args.memory_id))
     return EXIT_OK
 
 

@@ -6,19 +6,29 @@ Deliberately light (no boto3, botocore, pydantic or Powertools) so that
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Generator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from kaibo.sse import SseParser
 
 USER_AGENT = "kaibo-python/0.1"
 DEFAULT_TIMEOUT_SECONDS = 30.0
 DEFAULT_EVENTS_PAGE = 500
 DEFAULT_MAX_RETRIES = 3
 MAX_RETRY_AFTER_SECONDS = 30.0
+DEFAULT_RECALL_BUDGET = 300
+JSON_MEDIA_TYPE = "application/json"
+EVENT_STREAM_MEDIA_TYPE = "text/event-stream"
+#: The most bytes one read of an event stream waits for (it returns whatever has arrived).
+STREAM_READ_BYTES = 64 * 1024
+
+_T = TypeVar("_T")
 
 
 def _seconds(value: str | None) -> float | None:
@@ -91,6 +101,27 @@ def _error_from_body(status: int, body: bytes) -> KaiboAPIError:
     return KaiboAPIError(status, f"http_{status}", message)
 
 
+def _recall_body(
+    question: str,
+    budget: int,
+    *,
+    as_of: str | None,
+    streams: list[str] | None,
+    types: list[str] | None,
+    include_superseded: bool,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"question": question, "budget": budget}
+    if as_of is not None:
+        body["asOf"] = as_of
+    if streams is not None:
+        body["streams"] = list(streams)
+    if types is not None:
+        body["types"] = list(types)
+    if include_superseded:
+        body["includeSuperseded"] = True
+    return body
+
+
 class KaiboClient:
     """The Kaibo HTTP API.
 
@@ -134,9 +165,12 @@ class KaiboClient:
         A 429 (``stream_busy``, throttling) is retried up to ``max_retries`` times after its
         ``Retry-After`` delay. That is safe for every call: remember is idempotent by key.
         """
+        return self._with_retries(lambda: self._request_once(method, path, body, query))
+
+    def _with_retries(self, call: Callable[[], _T]) -> _T:
         for attempt in range(self.max_retries + 1):
             try:
-                return self._request_once(method, path, body, query)
+                return call()
             except KaiboAPIError as exc:
                 if exc.status != 429 or attempt >= self.max_retries:
                     raise
@@ -150,21 +184,42 @@ class KaiboClient:
         body: Any,
         query: Mapping[str, str | int] | None,
     ) -> Any:
+        try:
+            with self._open(method, path, body, query, JSON_MEDIA_TYPE) as response:
+                status = int(response.status)
+                raw = response.read()
+        except (urllib.error.URLError, OSError) as exc:
+            reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+            raise KaiboConnectionError(f"cannot reach {self.endpoint}: {reason}") from exc
+        if not raw.strip():
+            return None
+        try:
+            return json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise KaiboAPIError(status, "invalid_response", f"{method} {path} did not answer JSON") from exc
+
+    def _open(
+        self,
+        method: str,
+        path: str,
+        body: Any,
+        query: Mapping[str, str | int] | None,
+        accept: str,
+    ) -> Any:
+        """Send one request; the open response (2xx; the caller closes it), else the error raised."""
         url = self.endpoint + path
         if query:
             url += "?" + urllib.parse.urlencode(query)
-        headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+        headers = {"User-Agent": USER_AGENT, "Accept": accept}
         data = None
         if body is not None:
             data = json.dumps(body, allow_nan=False).encode("ascii")
-            headers["Content-Type"] = "application/json"
+            headers["Content-Type"] = JSON_MEDIA_TYPE
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         req = urllib.request.Request(url, data=data, headers=headers, method=method)  # noqa: S310 - scheme checked in __init__
         try:
-            with self._opener.open(req, timeout=self.timeout) as response:
-                status = int(response.status)
-                raw = response.read()
+            return self._opener.open(req, timeout=self.timeout)
         except urllib.error.HTTPError as exc:
             with exc:
                 if 300 <= exc.code < 400:
@@ -181,12 +236,6 @@ class KaiboClient:
         except (urllib.error.URLError, OSError) as exc:
             reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
             raise KaiboConnectionError(f"cannot reach {self.endpoint}: {reason}") from exc
-        if not raw.strip():
-            return None
-        try:
-            return json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise KaiboAPIError(status, "invalid_response", f"{method} {path} did not answer JSON") from exc
 
     def _object(
         self, method: str, path: str, body: Any = None, query: Mapping[str, str | int] | None = None
@@ -204,6 +253,100 @@ class KaiboClient:
         """POST /v1/remember: append events (each with its own idempotency key) to a stream."""
         body = {"stream": stream, "events": [dict(event) for event in events], "wait": wait}
         return self._object("POST", "/v1/remember", body)
+
+    def recall(
+        self,
+        question: str,
+        budget: int = DEFAULT_RECALL_BUDGET,
+        *,
+        as_of: str | None = None,
+        streams: list[str] | None = None,
+        types: list[str] | None = None,
+        include_superseded: bool = False,
+    ) -> dict[str, Any]:
+        """POST /v1/recall: the memories that answer ``question``, packed into ``budget`` tokens."""
+        body = _recall_body(
+            question,
+            budget,
+            as_of=as_of,
+            streams=streams,
+            types=types,
+            include_superseded=include_superseded,
+        )
+        return self._object("POST", "/v1/recall", body)
+
+    def recall_stream(
+        self,
+        question: str,
+        budget: int = DEFAULT_RECALL_BUDGET,
+        *,
+        as_of: str | None = None,
+        streams: list[str] | None = None,
+        types: list[str] | None = None,
+        include_superseded: bool = False,
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """POST /v1/recall as an event stream: ``(event, data)`` pairs as they arrive.
+
+        The events are ``candidates``, ``packed`` and ``final`` (whose data is what ``recall``
+        returns). Each is yielded as soon as its bytes arrive: from the local stack,
+        ``candidates`` comes before packing is done; API Gateway on AWS delivers the whole
+        stream at once when the function returns (docs/streaming.md). The request is sent at
+        the first ``next()``; a 429 before the stream starts is retried like every call. An
+        ``error`` event raises KaiboAPIError, and so does a stream that ends before ``final``
+        (code ``stream_incomplete``).
+        """
+        body = _recall_body(
+            question,
+            budget,
+            as_of=as_of,
+            streams=streams,
+            types=types,
+            include_superseded=include_superseded,
+        )
+        yield from self._event_stream("POST", "/v1/recall", body, final="final")
+
+    def _event_stream(
+        self, method: str, path: str, body: Any, final: str | None
+    ) -> Generator[tuple[str, dict[str, Any]], None, None]:
+        what = f"{method} {path}"
+        response = self._with_retries(lambda: self._open(method, path, body, None, EVENT_STREAM_MEDIA_TYPE))
+        with response:
+            status = int(response.status)
+            media_type = (response.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+            if media_type != EVENT_STREAM_MEDIA_TYPE:
+                raise KaiboAPIError(
+                    status, "invalid_response", f"{what} did not answer {EVENT_STREAM_MEDIA_TYPE}"
+                )
+            parser = SseParser()
+            ended = False
+            while not ended:
+                try:
+                    chunk = response.read1(STREAM_READ_BYTES)
+                except (OSError, http.client.HTTPException) as exc:
+                    raise KaiboConnectionError(f"{what}: the event stream broke off: {exc!r}") from exc
+                ended = not chunk
+                for event in parser.close() if ended else parser.feed(chunk):
+                    if event.event == "error":
+                        raise _error_from_body(status, event.data.encode("utf-8"))
+                    try:
+                        data = json.loads(event.data)
+                    except ValueError:
+                        data = None
+                    if not isinstance(data, dict):
+                        raise KaiboAPIError(
+                            status, "invalid_response", f"{what}: event {event.event!r} is not a JSON object"
+                        )
+                    yield event.event, data
+                    if event.event == final:
+                        return
+        if final is not None:
+            raise KaiboAPIError(
+                status, "stream_incomplete", f"{what}: the event stream ended before {final!r}"
+            )
+
+    def memory(self, memory_id: str) -> dict[str, Any]:
+        """GET /v1/memories/{id}: one memory."""
+        return self._object("GET", f"/v1/memories/{urllib.parse.quote(memory_id, safe='')}")
 
     # -- event log (verify) --------------------------------------------------------------------
 

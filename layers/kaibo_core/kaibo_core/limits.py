@@ -33,3 +33,9 @@ MAX_STREAMS_PAGE = 1000
 
 #: Optimistic appends that lose the race for a stream head retry this often.
 MAX_APPEND_ATTEMPTS = 25
+
+#: recall: the question's length, the token budget (default and maximum) and stream filters.
+MAX_QUESTION_CHARS = 4000
+DEFAULT_RECALL_BUDGET = 300
+MAX_RECALL_BUDGET = 32_000
+MAX_RECALL_STREAMS = 100

@@ -16,6 +16,8 @@ class Settings(BaseModel):
     events_table: str = Field(min_length=1)
     idempotency_table: str = Field(min_length=1)
     projects_table: str = Field(min_length=1)
+    memories_table: str = ""
+    index_table: str = ""
     admin_key_hash: str = ""
 
     @classmethod
@@ -25,6 +27,8 @@ class Settings(BaseModel):
             events_table=env.get("KAIBO_EVENTS_TABLE", ""),
             idempotency_table=env.get("KAIBO_IDEMPOTENCY_TABLE", ""),
             projects_table=env.get("KAIBO_PROJECTS_TABLE", ""),
+            memories_table=env.get("KAIBO_MEMORIES_TABLE", ""),
+            index_table=env.get("KAIBO_INDEX_TABLE", ""),
             admin_key_hash=env.get("KAIBO_ADMIN_KEY_HASH", ""),
         )
 

@@ -43,3 +43,40 @@ def project_key(project: ProjectId) -> dict[str, str]:
 def api_key_key(key_id: str) -> dict[str, str]:
     """API keys are looked up before the project is known: keyed by key id alone."""
     return {"pk": f"apikey#{key_id}"}
+
+
+# --- memories and the term index -------------------------------------------------------------
+
+
+def memory_key(project: ProjectId, memory_id: str) -> dict[str, str]:
+    return {"pk": f"{project}#{memory_id}"}
+
+
+def postings_pk(project: ProjectId, side: str, term: str) -> str:
+    """One partition per (project, side, term); ``side`` is ``c`` (current) or ``h`` (history).
+
+    The term comes last: it may contain ``#`` (``c#``), the project and side never do.
+    """
+    return f"{project}#t{side}#{term}"
+
+
+def posting_key(project: ProjectId, side: str, term: str, impact: int, memory_id: str) -> dict[str, str]:
+    """Sort key ``<impact, 5 digits>#<memory id>``: a descending Query reads the strongest first."""
+    return {"pk": postings_pk(project, side, term), "sk": f"{impact:05d}#{memory_id}"}
+
+
+#: Document-frequency shards sort after every posting (``~`` > digits), in the term's
+#: current-side partition: a descending Query reads them first, in the same request.
+DF_SORT_PREFIX = "~df#"
+
+
+def doc_freq_key(project: ProjectId, term: str, shard: int) -> dict[str, str]:
+    return {"pk": postings_pk(project, "c", term), "sk": f"{DF_SORT_PREFIX}{shard:02d}"}
+
+
+def corpus_pk(project: ProjectId) -> str:
+    return f"{project}#corpus"
+
+
+def corpus_key(project: ProjectId, shard: int) -> dict[str, str]:
+    return {"pk": corpus_pk(project), "sk": f"{shard:02d}"}

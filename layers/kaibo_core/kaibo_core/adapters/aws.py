@@ -9,6 +9,7 @@ every cold start for nothing we use.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import TYPE_CHECKING, cast
 
@@ -34,3 +35,13 @@ def _session() -> botocore.session.Session:
 @lru_cache(maxsize=1)
 def dynamodb_client() -> DynamoDBClient:
     return cast("DynamoDBClient", _session().create_client("dynamodb", config=_CONFIG))
+
+
+#: Threads for parallel DynamoDB calls of one invocation (postings reads, memory indexing);
+#: as many as the client's connection pool.
+IO_THREADS = 16
+
+
+@lru_cache(maxsize=1)
+def io_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=IO_THREADS, thread_name_prefix="kaibo-io")

@@ -15,13 +15,14 @@ the positional cancellation reasons, for the service to retry.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from kaibo_core import storage_keys
+from kaibo_core.adapters import dynamodb_values as values
+from kaibo_core.adapters.dynamodb_values import Item
 from kaibo_core.errors import PayloadTooLargeError
 from kaibo_core.limits import DYNAMODB_MAX_ITEM_BYTES, DYNAMODB_MAX_TRANSACTION_BYTES
 from kaibo_core.models.events import AppendConflictError, EventRecord, IdempotencyClaim, StreamHead
@@ -29,33 +30,14 @@ from kaibo_core.storage_keys import ProjectId
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, TransactWriteItemTypeDef
-
-Item = dict[str, "AttributeValueTypeDef"]
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
 STREAM_HEADS_INDEX = "StreamHeads"
 
-
-def _s(value: str) -> AttributeValueTypeDef:
-    return {"S": value}
-
-
-def _n(value: int) -> AttributeValueTypeDef:
-    return {"N": str(value)}
-
-
-def item_size(item: Mapping[str, Any]) -> int:
-    """DynamoDB's item size: UTF-8 lengths of attribute names and values (numbers ~ digits/2 + 1)."""
-    size = 0
-    for name, value in item.items():
-        size += len(name.encode())
-        if "S" in value:
-            size += len(value["S"].encode())
-        elif "N" in value:
-            size += len(value["N"]) // 2 + 2
-        else:
-            size += len(json.dumps(value))  # other types are not used for events; over-estimate
-    return size
+_s = values.s
+_n = values.n
+_key = values.key
+item_size = values.item_size
 
 
 def event_item(record: EventRecord) -> Item:
@@ -96,10 +78,6 @@ def record_from_item(item: dict[str, Any]) -> EventRecord:
         salt=item["salt"]["S"] if "salt" in item else None,
         v=int(item["v"]["N"]),
     )
-
-
-def _key(key: Mapping[str, str | int]) -> Item:
-    return {name: (_n(value) if isinstance(value, int) else _s(value)) for name, value in key.items()}
 
 
 class DynamoEventStore:

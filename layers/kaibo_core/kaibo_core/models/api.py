@@ -8,11 +8,23 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    StringConstraints,
+    model_serializer,
+)
 
 from kaibo_core.limits import (
+    DEFAULT_RECALL_BUDGET,
     MAX_EVENTS_PER_BATCH,
     MAX_IDEMPOTENCY_KEY_LENGTH,
+    MAX_QUESTION_CHARS,
+    MAX_RECALL_BUDGET,
+    MAX_RECALL_STREAMS,
     STREAM_NAME_PATTERN,
 )
 
@@ -49,6 +61,19 @@ class WireModel(BaseModel):
     # defer_build: a function builds only the validators of the models it uses, on first use
     # (cold start), instead of every model of the API at import.
     model_config = ConfigDict(populate_by_name=True, extra="forbid", defer_build=True)
+
+
+class SparseWireModel(WireModel):
+    """A model whose optional fields are left out when None (API.md's ``field?``)."""
+
+    @model_serializer(mode="wrap")
+    def _omit_none(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {name: value for name, value in data.items() if value is not None or name in _KEEP_NULL}
+
+
+#: Fields that are null rather than absent (``validTo: null`` means "still valid").
+_KEEP_NULL = frozenset({"validTo"})
 
 
 class PayloadModel(BaseModel):
@@ -137,8 +162,10 @@ class EventReceipt(WireModel):
 
 class RememberResponse(WireModel):
     events: list[EventReceipt]
-    memories: list[dict[str, Any]] = Field(
-        default_factory=list, description="Provisional memories (arrive with the recall index)."
+    memories: list[ProvisionalMemoryOut] = Field(
+        default_factory=list,
+        description="Provisional memories made from the events, searchable at once (replaced later by "
+        "structured ones).",
     )
 
 
@@ -210,3 +237,88 @@ class ErrorBody(WireModel):
 
 class ErrorResponse(WireModel):
     error: ErrorBody
+
+
+# --- recall and memories ---------------------------------------------------------------------
+
+MemoryTypeName = Literal["fact", "decision", "task", "preference", "procedure", "episode"]
+
+
+class RecallRequest(WireModel):
+    question: str = Field(
+        min_length=1, max_length=MAX_QUESTION_CHARS, examples=["When is the release target?"]
+    )
+    budget: int = Field(
+        default=DEFAULT_RECALL_BUDGET,
+        ge=1,
+        le=MAX_RECALL_BUDGET,
+        description="Tokens the items may take in all, counted by the documented conservative rule.",
+    )
+    asOf: str | None = Field(  # noqa: N815
+        default=None,
+        description="RFC 3339 with an offset: answer from what was valid then. Default: now.",
+        examples=["2026-07-01T00:00:00Z"],
+    )
+    streams: list[StreamName] | None = Field(default=None, min_length=1, max_length=MAX_RECALL_STREAMS)
+    types: list[MemoryTypeName] | None = Field(default=None, min_length=1, max_length=6)
+    includeSuperseded: bool = False  # noqa: N815
+
+
+class Citation(WireModel):
+    eventId: str  # noqa: N815
+    stream: str
+    seq: int
+    hash: str
+
+
+class RecallItem(WireModel):
+    memoryId: str  # noqa: N815
+    type: str
+    form: Literal["quote", "summary"]
+    text: str
+    validFrom: str  # noqa: N815
+    validTo: str | None  # noqa: N815
+    confidence: float
+    score: float
+    tokens: int
+    citations: list[Citation]
+
+
+class Abstain(SparseWireModel):
+    abstained: bool
+    reason: str | None = None
+    message: str | None = None
+
+
+class RecallResponse(WireModel):
+    items: list[RecallItem]
+    usedTokens: int  # noqa: N815
+    budget: int
+    asOf: str  # noqa: N815
+    abstain: Abstain
+
+
+class MemoryOut(SparseWireModel):
+    id: str
+    status: str
+    type: str
+    content: str | None = None
+    validFrom: str  # noqa: N815
+    validTo: str | None  # noqa: N815
+    confidence: float
+    stream: str
+    sourceEventIds: list[str]  # noqa: N815
+    sourceEvents: list[Citation]  # noqa: N815
+    supersedes: list[str]
+    supersededBy: list[str]  # noqa: N815
+    replacedBy: list[str]  # noqa: N815
+    createdAt: str  # noqa: N815
+    subject: str | None = None
+    tags: list[str] | None = None
+
+
+class ProvisionalMemoryOut(WireModel):
+    id: str
+    status: str
+    type: str
+    content: str

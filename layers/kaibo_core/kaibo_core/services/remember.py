@@ -9,6 +9,10 @@
 3. Replays return the original event (``replayed: true``) after checking that
    the request really is a retry of it; a different event under a used key is a
    409, decided before anything of the batch is written.
+4. After the commit, each event's provisional memory is stored and indexed
+   (idempotently), so recall finds it at once. The events are acknowledged
+   whatever happens here: a failure is logged and counted, and a replay of the
+   same keys completes the index.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import random
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -33,6 +37,8 @@ from kaibo_core.ids import event_id
 from kaibo_core.limits import MAX_APPEND_ATTEMPTS, MAX_OCCURRED_AT_LEAD, MAX_PAYLOAD_BYTES
 from kaibo_core.models.api import RememberRequest
 from kaibo_core.models.events import AppendConflictError, EventRecord, IdempotencyClaim, StreamHead
+from kaibo_core.models.memories import MemoryRecord
+from kaibo_core.provisional import provisional_memory
 from kaibo_core.storage_keys import ProjectId
 
 BACKOFF_BASE_SECONDS = 0.005
@@ -72,6 +78,14 @@ class PlannedEvent:
     payload_digest: str
 
 
+class ProvisionalIndex(Protocol):
+    """Where provisional memories go (DynamoMemoryStore implements it)."""
+
+    def index_many(self, memories: Sequence[MemoryRecord]) -> list[bool | Exception]: ...
+
+    def existing_ids(self, project: ProjectId, memory_ids: Iterable[str]) -> set[str]: ...
+
+
 @dataclass(frozen=True)
 class RememberedEvent:
     record: EventRecord
@@ -85,6 +99,8 @@ class RememberOutcome:
     head_conflicts: int = 0
     replays: int = 0
     appended: int = 0
+    memories: list[MemoryRecord] = field(default_factory=list)
+    index_failures: list[Exception] = field(default_factory=list)
 
 
 @dataclass
@@ -220,11 +236,13 @@ class RememberService:
     def __init__(
         self,
         log: EventLog,
+        memories: ProvisionalIndex | None = None,
         clock: Clock = utc_now,
         sleep: Callable[[float], None] = time.sleep,
         max_attempts: int = MAX_APPEND_ATTEMPTS,
     ) -> None:
         self._log = log
+        self._memories = memories
         self._clock = clock
         self._sleep = sleep
         self._max_attempts = max_attempts
@@ -267,7 +285,31 @@ class RememberService:
                 outcome.events.append(RememberedEvent(originals[key], replayed=True))
         outcome.appended = len(state.appended)
         outcome.replays = len(originals)
+        if self._memories is not None:
+            self._index_provisional(project, outcome, received_at)
         return outcome
+
+    def _index_provisional(self, project: ProjectId, outcome: RememberOutcome, created_at: str) -> None:
+        assert self._memories is not None
+        drafts = [
+            (memory, event.replayed)
+            for event in outcome.events
+            if (memory := provisional_memory(event.record, created_at)) is not None
+        ]
+        replayed = [memory.id for memory, was_replayed in drafts if was_replayed]
+        try:
+            existing = self._memories.existing_ids(project, replayed) if replayed else set()
+        except Exception as exc:  # acknowledged events must not fail here
+            outcome.index_failures.append(exc)
+            return
+        todo = [memory for memory, _ in drafts if memory.id not in existing]
+        results = dict(zip((m.id for m in todo), self._memories.index_many(todo), strict=True))
+        for memory, _ in drafts:
+            result = results.get(memory.id, False)
+            if isinstance(result, Exception):
+                outcome.index_failures.append(result)
+            else:
+                outcome.memories.append(memory)
 
     def _check_replays(
         self,

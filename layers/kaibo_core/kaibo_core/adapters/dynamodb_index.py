@@ -1,0 +1,103 @@
+"""Reading the term index: the postings of a question's terms, in parallel, each read bounded.
+
+Per term, one Query on its current-side partition, descending: the df shards
+(``sk = ~df#NN``) sort last, so they come first, then postings by impact, at most
+``limit`` of them. With history wanted (a past ``asOf``, ``includeSuperseded``), a
+second Query reads the term's history side the same way. One more Query reads the
+corpus shards. All run at once on a shared thread pool (botocore clients are
+thread-safe), so a recall's latency is about one round trip, its cost the bounded
+reads of its own terms: never proportional to the project.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kaibo_core import storage_keys
+from kaibo_core.adapters.aws import io_pool
+from kaibo_core.adapters.dynamodb_values import s
+from kaibo_core.indexing import DF_SHARDS
+from kaibo_core.models.memories import CorpusStats, Posting
+from kaibo_core.storage_keys import ProjectId
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+
+@dataclass(frozen=True, slots=True)
+class TermRead:
+    term: str
+    postings: list[Posting]
+    doc_freq: int
+    truncated: bool  # more postings exist beyond the bounded read
+
+
+def posting_from_item(item: dict[str, Any]) -> Posting:
+    return Posting(
+        memory_id=item["m"]["S"],
+        tf=int(item["tf"]["N"]),
+        dl=int(item["dl"]["N"]),
+        valid_from_ms=int(item["vf"]["N"]),
+        valid_to_ms=int(item["vt"]["N"]) if "vt" in item else None,
+        stream=item["st"]["S"],
+        type=item["ty"]["S"],
+        status=item["s"]["S"],
+    )
+
+
+class DynamoTermIndex:
+    def __init__(self, client: DynamoDBClient, index_table: str) -> None:
+        self._client = client
+        self._table = index_table
+
+    def read(
+        self, project: ProjectId, terms: Sequence[str], limit: int, history: bool
+    ) -> tuple[list[TermRead], CorpusStats]:
+        """Each term's postings (current side, and history when asked) and df; the corpus stats."""
+        pool = io_pool()
+        corpus = pool.submit(self._corpus, project)
+        current = [pool.submit(self._query, project, "c", term, limit) for term in terms]
+        past = [pool.submit(self._query, project, "h", term, limit) for term in terms] if history else []
+        reads: list[TermRead] = []
+        for number, term in enumerate(terms):
+            postings, doc_freq, truncated = current[number].result()
+            if past:
+                old, _, old_truncated = past[number].result()
+                postings = postings + old
+                truncated = truncated or old_truncated
+            reads.append(TermRead(term, postings, doc_freq, truncated))
+        return reads, corpus.result()
+
+    def _query(self, project: ProjectId, side: str, term: str, limit: int) -> tuple[list[Posting], int, bool]:
+        shards = DF_SHARDS if side == "c" else 0
+        response = self._client.query(
+            TableName=self._table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": s(storage_keys.postings_pk(project, side, term))},
+            ScanIndexForward=False,
+            Limit=limit + shards,
+            ConsistentRead=True,  # a memory remembered a moment ago is found
+        )
+        postings: list[Posting] = []
+        doc_freq = 0
+        for item in response.get("Items", []):
+            if item["sk"]["S"].startswith(storage_keys.DF_SORT_PREFIX):
+                doc_freq += int(item["df"]["N"])
+            else:
+                postings.append(posting_from_item(item))
+        return postings[:limit], doc_freq, len(postings) > limit or "LastEvaluatedKey" in response
+
+    def _corpus(self, project: ProjectId) -> CorpusStats:
+        response = self._client.query(
+            TableName=self._table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": s(storage_keys.corpus_pk(project))},
+            ConsistentRead=True,
+        )
+        docs = terms = 0
+        for item in response.get("Items", []):
+            docs += int(item.get("docs", {"N": "0"})["N"])
+            terms += int(item.get("terms", {"N": "0"})["N"])
+        return CorpusStats(docs=docs, terms=terms)

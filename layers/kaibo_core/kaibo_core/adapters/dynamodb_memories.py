@@ -1,0 +1,303 @@
+"""Memories and their term index in DynamoDB (docs/recall.md, "The term index").
+
+Layout (keys built only by kaibo_core.storage_keys):
+
+- Memories table: ``pk = project#memoryId`` → the memory (the authority on its status).
+- Term index table (``pk``, ``sk``):
+  - postings: ``pk = project#t<side>#term`` (side ``c`` current, ``h`` history),
+    ``sk = <impact:05d>#memoryId`` → ``m`` memory id, ``tf``, ``dl``, ``vf``/``vt``
+    validity in epoch ms, ``st`` stream, ``ty`` type, ``s`` status (a hint; the memory
+    item decides);
+  - document-frequency shards: ``pk = project#tc#term``, ``sk = ~df#NN`` → ``df``;
+  - corpus shards: ``pk = project#corpus``, ``sk = NN`` → ``docs``, ``terms``.
+
+Indexing a new memory is idempotent without a lock: its terms are cut into fixed
+chunks (sorted, so every attempt cuts them alike) and each chunk is one
+TransactWriteItems of conditional posting puts (``attribute_not_exists``) and
+df increments; the last chunk also puts the memory item (``attribute_not_exists``)
+and increments a corpus shard. A chunk that was already applied fails on its
+first condition and is skipped; the memory item, written last, marks the whole
+index as done. So a retry, a replay or a concurrent duplicate never counts twice,
+and recall (which checks the memory item) never serves a half-indexed memory.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Final, cast
+
+from botocore.exceptions import ClientError
+
+from kaibo_core import storage_keys
+from kaibo_core.adapters.aws import io_pool
+from kaibo_core.adapters.dynamodb_values import Item, key, n, s, strings
+from kaibo_core.clock import parse_instant
+from kaibo_core.indexing import IndexPlan, TermEntry, index_side, plan_index
+from kaibo_core.models.memories import MemoryRecord, SourceEventRef
+from kaibo_core.storage_keys import ProjectId
+from kaibo_core.text import PIPELINE_VERSION
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
+#: Transactions that lose to a concurrent one on a shared counter retry this often.
+MAX_TRANSACTION_ATTEMPTS: Final = 8
+#: BatchGetItem rounds for keys DynamoDB left unprocessed (throttling) before giving up.
+MAX_BATCH_GET_ROUNDS: Final = 8
+BATCH_GET_KEYS: Final = 100
+_BACKOFF_BASE_SECONDS: Final = 0.01
+_BACKOFF_CAP_SECONDS: Final = 0.5
+
+
+def epoch_ms(instant: str) -> int:
+    return int(parse_instant(instant).timestamp() * 1000)
+
+
+def memory_item(memory: MemoryRecord, dl: int) -> Item:
+    item: Item = {
+        **key(storage_keys.memory_key(ProjectId(memory.project_id), memory.id)),
+        "id": s(memory.id),
+        "status": s(memory.status),
+        "type": s(memory.type),
+        "validFrom": s(memory.valid_from),
+        "confidence": n(memory.confidence),
+        "stream": s(memory.stream),
+        "sourceEvents": {
+            "L": [
+                {"M": {"eventId": s(r.event_id), "stream": s(r.stream), "seq": n(r.seq), "hash": s(r.hash)}}
+                for r in memory.source_events
+            ]
+        },
+        "supersedes": strings(memory.supersedes),
+        "supersededBy": strings(memory.superseded_by),
+        "replacedBy": strings(memory.replaced_by),
+        "tags": strings(memory.tags),
+        "createdAt": s(memory.created_at),
+        "dl": n(dl),
+        "pv": n(PIPELINE_VERSION),
+    }
+    if memory.content is not None:
+        item["content"] = s(memory.content)
+    if memory.valid_to is not None:
+        item["validTo"] = s(memory.valid_to)
+    if memory.subject is not None:
+        item["subject"] = s(memory.subject)
+    return item
+
+
+def _strings_of(value: Any) -> tuple[str, ...]:
+    return tuple(v["S"] for v in value.get("L", [])) if value else ()
+
+
+def memory_from_item(project: ProjectId, item: dict[str, Any]) -> MemoryRecord:
+    return MemoryRecord(
+        project_id=project,
+        id=item["id"]["S"],
+        status=item["status"]["S"],
+        type=item["type"]["S"],
+        content=item["content"]["S"] if "content" in item else None,
+        valid_from=item["validFrom"]["S"],
+        valid_to=item["validTo"]["S"] if "validTo" in item else None,
+        confidence=float(item["confidence"]["N"]),
+        stream=item["stream"]["S"],
+        source_events=tuple(
+            SourceEventRef(
+                event_id=ref["M"]["eventId"]["S"],
+                stream=ref["M"]["stream"]["S"],
+                seq=int(ref["M"]["seq"]["N"]),
+                hash=ref["M"]["hash"]["S"],
+            )
+            for ref in item.get("sourceEvents", {}).get("L", [])
+        ),
+        created_at=item["createdAt"]["S"],
+        supersedes=_strings_of(item.get("supersedes")),
+        superseded_by=_strings_of(item.get("supersededBy")),
+        replaced_by=_strings_of(item.get("replacedBy")),
+        subject=item["subject"]["S"] if "subject" in item else None,
+        tags=_strings_of(item.get("tags")),
+    )
+
+
+def posting_item(project: ProjectId, memory: MemoryRecord, side: str, entry: TermEntry, dl: int) -> Item:
+    item: Item = {
+        **key(storage_keys.posting_key(project, side, entry.term, entry.impact, memory.id)),
+        "m": s(memory.id),
+        "tf": n(entry.tf),
+        "dl": n(dl),
+        "vf": n(epoch_ms(memory.valid_from)),
+        "st": s(memory.stream),
+        "ty": s(memory.type),
+        "s": s(memory.status),
+    }
+    if memory.valid_to is not None:
+        item["vt"] = n(epoch_ms(memory.valid_to))
+    return item
+
+
+def _backoff(attempt: int) -> float:
+    return random.uniform(0, min(_BACKOFF_CAP_SECONDS, _BACKOFF_BASE_SECONDS * 2**attempt))
+
+
+class DynamoMemoryStore:
+    """Writes memories with their index; reads memory items (the authority on status)."""
+
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        memories_table: str,
+        index_table: str,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._client = client
+        self._memories = memories_table
+        self._index = index_table
+        self._sleep = sleep
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def index_new(self, memory: MemoryRecord) -> bool:
+        """Store ``memory`` and index its text, exactly once. False when it already existed."""
+        if memory.content is None:
+            raise ValueError("a memory without content cannot be indexed")
+        side = index_side(memory.status)
+        if side is None:
+            raise ValueError(f"a {memory.status} memory is not indexed")
+        project = ProjectId(memory.project_id)
+        plan = plan_index(memory.id, memory.content)
+        chunks = plan.chunks()
+        for number, chunk in enumerate(chunks):
+            actions = [a for entry in chunk for a in self._term_actions(project, memory, side, entry, plan)]
+            last = number == len(chunks) - 1
+            if last:
+                actions.extend(self._memory_actions(project, memory, plan))
+            outcome = self._transact(actions, memory_position=len(actions) - 2 if last else None)
+            if outcome == "memory_exists":
+                return False
+        return True
+
+    def index_many(self, memories: Sequence[MemoryRecord]) -> list[bool | Exception]:
+        """``index_new`` for each memory, in parallel; each result is its outcome or its error."""
+        if len(memories) == 1:
+            return [self._outcome(memories[0])]
+        return list(io_pool().map(self._outcome, memories))
+
+    def _outcome(self, memory: MemoryRecord) -> bool | Exception:
+        try:
+            return self.index_new(memory)
+        except Exception as exc:
+            return exc
+
+    def _term_actions(
+        self, project: ProjectId, memory: MemoryRecord, side: str, entry: TermEntry, plan: IndexPlan
+    ) -> list[TransactWriteItemTypeDef]:
+        return [
+            {
+                "Put": {
+                    "TableName": self._index,
+                    "Item": posting_item(project, memory, side, entry, plan.dl),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self._index,
+                    "Key": key(storage_keys.doc_freq_key(project, entry.term, plan.df_shard)),
+                    "UpdateExpression": "ADD df :one",
+                    "ExpressionAttributeValues": {":one": n(1)},
+                }
+            },
+        ]
+
+    def _memory_actions(
+        self, project: ProjectId, memory: MemoryRecord, plan: IndexPlan
+    ) -> list[TransactWriteItemTypeDef]:
+        return [
+            {
+                "Put": {
+                    "TableName": self._memories,
+                    "Item": memory_item(memory, plan.dl),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self._index,
+                    "Key": key(storage_keys.corpus_key(project, plan.corpus_shard)),
+                    "UpdateExpression": "ADD docs :one, #terms :dl",
+                    "ExpressionAttributeNames": {"#terms": "terms"},
+                    "ExpressionAttributeValues": {":one": n(1), ":dl": n(plan.dl)},
+                }
+            },
+        ]
+
+    def _transact(self, actions: list[TransactWriteItemTypeDef], memory_position: int | None) -> str:
+        """Apply one chunk: ``applied``, ``already_applied`` or ``memory_exists``."""
+        for attempt in range(MAX_TRANSACTION_ATTEMPTS):
+            try:
+                self._client.transact_write_items(TransactItems=actions)
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+                    raise
+                reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
+                if memory_position is not None and reasons[memory_position:][:1] == [
+                    "ConditionalCheckFailed"
+                ]:
+                    return "memory_exists"
+                if "ConditionalCheckFailed" in reasons:
+                    return "already_applied"  # a chunk is atomic: one posting present means all are
+                if all(code in {"None", "TransactionConflict", None} for code in reasons):
+                    self._sleep(_backoff(attempt))
+                    continue
+                raise
+            return "applied"
+        raise RuntimeError(
+            f"indexing transaction still conflicting after {MAX_TRANSACTION_ATTEMPTS} attempts"
+        )
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def get(self, project: ProjectId, memory_id: str) -> MemoryRecord | None:
+        response = self._client.get_item(
+            TableName=self._memories,
+            Key=key(storage_keys.memory_key(project, memory_id)),
+            ConsistentRead=True,
+        )
+        item = response.get("Item")
+        return memory_from_item(project, item) if item else None
+
+    def get_many(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, MemoryRecord]:
+        """Memory items by id (strongly consistent BatchGetItem, unprocessed keys retried)."""
+        found: dict[str, MemoryRecord] = {}
+        for item in self._batch_get(project, memory_ids, projection=None):
+            memory = memory_from_item(project, item)
+            found[memory.id] = memory
+        return found
+
+    def existing_ids(self, project: ProjectId, memory_ids: Iterable[str]) -> set[str]:
+        return {item["id"]["S"] for item in self._batch_get(project, memory_ids, projection="id")}
+
+    def _batch_get(
+        self, project: ProjectId, memory_ids: Iterable[str], projection: str | None
+    ) -> list[dict[str, Any]]:
+        keys = [key(storage_keys.memory_key(project, memory_id)) for memory_id in dict.fromkeys(memory_ids)]
+        items: list[dict[str, Any]] = []
+        for start in range(0, len(keys), BATCH_GET_KEYS):
+            request: dict[str, Any] = {"Keys": keys[start : start + BATCH_GET_KEYS], "ConsistentRead": True}
+            if projection:
+                request["ProjectionExpression"] = projection
+            pending: dict[str, Any] = {self._memories: request}
+            for attempt in range(MAX_BATCH_GET_ROUNDS):
+                response = self._client.batch_get_item(RequestItems=pending)
+                items.extend(
+                    cast("list[dict[str, Any]]", response.get("Responses", {}).get(self._memories, []))
+                )
+                pending = dict(response.get("UnprocessedKeys") or {})
+                if not pending:
+                    break
+                self._sleep(_backoff(attempt))
+            else:
+                raise RuntimeError("BatchGetItem left keys unprocessed after retries (throttled)")
+        return items

@@ -1,0 +1,89 @@
+"""What indexing a memory writes, computed without I/O (docs/recall.md, "The term index").
+
+For each distinct term of a memory's text, one **posting** in the partition
+``project#t<side>#term`` (side ``c`` for current memories, ``h`` for history),
+sorted by an integer **impact**: the BM25 term-frequency factor at a fixed
+reference length,
+
+    impact = round(IMPACT_SCALE * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / AVGDL_REFERENCE)))
+
+so that a descending Query reads the postings that can score highest first, and
+a bounded read of a frequent term keeps its best entries. Recall recomputes the
+exact BM25 from the posting's ``tf`` and ``dl`` with the project's live average
+length: the impact only orders the reads.
+
+Document frequencies and corpus statistics are counters split into shards
+(``crc32(memory id) mod shards``), so that no single item takes every write.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import Counter
+from dataclasses import dataclass
+from typing import Final
+
+from kaibo_core.models.memories import CURRENT_STATUSES, HISTORICAL_STATUSES
+from kaibo_core.ranking import DEFAULT_PARAMS, Bm25Params
+from kaibo_core.text import analyze
+
+#: The memory length (in terms) the impact order assumes; near the typical memory.
+AVGDL_REFERENCE: Final = 16.0
+IMPACT_SCALE: Final = 10_000  # impacts lie in [0, 22000): five digits
+DF_SHARDS: Final = 8
+CORPUS_SHARDS: Final = 8
+#: Two actions per term (posting + df shard) and two for the memory and its corpus shard
+#: fit in one TransactWriteItems (at most 100 actions).
+TERMS_PER_TRANSACTION: Final = 49
+
+
+@dataclass(frozen=True, slots=True)
+class TermEntry:
+    term: str
+    tf: int
+    impact: int
+
+
+@dataclass(frozen=True, slots=True)
+class IndexPlan:
+    memory_id: str
+    dl: int
+    entries: tuple[TermEntry, ...]  # sorted by term: every attempt chunks them identically
+    df_shard: int
+    corpus_shard: int
+
+    def chunks(self, size: int = TERMS_PER_TRANSACTION) -> list[tuple[TermEntry, ...]]:
+        return [self.entries[i : i + size] for i in range(0, len(self.entries), size)] or [()]
+
+
+def shard_of(memory_id: str, shards: int) -> int:
+    return zlib.crc32(memory_id.encode("utf-8")) % shards
+
+
+def impact(tf: int, dl: int, params: Bm25Params = DEFAULT_PARAMS) -> int:
+    k1, b = params.k1, params.b
+    factor = tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * dl / AVGDL_REFERENCE))
+    return min(round(IMPACT_SCALE * factor), 99_999)
+
+
+def index_side(status: str) -> str | None:
+    """Which postings side a memory of ``status`` lives on; None: not indexed at all."""
+    if status in CURRENT_STATUSES:
+        return "c"
+    if status in HISTORICAL_STATUSES:
+        return "h"
+    return None
+
+
+def plan_index(memory_id: str, text: str) -> IndexPlan:
+    terms = analyze(text)
+    counts = Counter(terms)
+    dl = len(terms)
+    entries = tuple(TermEntry(term, tf, impact(tf, dl)) for term, tf in sorted(counts.items()))
+    return IndexPlan(
+        memory_id=memory_id,
+        dl=dl,
+        entries=entries,
+        df_shard=shard_of(memory_id, DF_SHARDS),
+        corpus_shard=shard_of(memory_id, CORPUS_SHARDS),
+    )

@@ -1,0 +1,125 @@
+"""Domain records of memories and of the term index (no I/O, no wire format).
+
+Statuses (API.md, one vocabulary everywhere)::
+
+    provisional -> replaced            (made at remember time; replaced by structured memories)
+    active -> superseded | canceled    (a later statement replaced or cancelled it; validTo set)
+    any -> tombstoned -> purged        (forgotten; text gone after the grace window)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+MemoryStatus = Literal["provisional", "replaced", "active", "superseded", "canceled", "tombstoned", "purged"]
+MemoryType = Literal["fact", "decision", "task", "preference", "procedure", "episode"]
+MEMORY_TYPES: Final[tuple[MemoryType, ...]] = (
+    "fact",
+    "decision",
+    "task",
+    "preference",
+    "procedure",
+    "episode",
+)
+
+#: Statuses recall answers from by default: what is believed now.
+CURRENT_STATUSES: Final[frozenset[str]] = frozenset({"provisional", "active"})
+#: Statuses that are history: recall shows them with ``includeSuperseded`` or at a past ``asOf``.
+HISTORICAL_STATUSES: Final[frozenset[str]] = frozenset({"superseded", "canceled"})
+#: Never in recall: a replaced provisional copy, anything forgotten.
+HIDDEN_STATUSES: Final[frozenset[str]] = frozenset({"replaced", "tombstoned", "purged"})
+
+#: A provisional memory is the event's text, unstructured: low confidence until structured.
+PROVISIONAL_CONFIDENCE: Final = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class SourceEventRef:
+    """A citation: the event a memory came from, as the chain proves it."""
+
+    event_id: str
+    stream: str
+    seq: int
+    hash: str
+
+    def as_served(self) -> dict[str, Any]:
+        return {"eventId": self.event_id, "stream": self.stream, "seq": self.seq, "hash": self.hash}
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """One memory. The stored item is the authority on its status (postings are hints)."""
+
+    project_id: str
+    id: str
+    status: MemoryStatus
+    type: MemoryType
+    content: str | None  # None once tombstoned
+    valid_from: str  # canonical instant (kaibo_core.clock.format_instant)
+    valid_to: str | None
+    confidence: float
+    stream: str
+    source_events: tuple[SourceEventRef, ...]
+    created_at: str
+    supersedes: tuple[str, ...] = ()
+    superseded_by: tuple[str, ...] = ()
+    replaced_by: tuple[str, ...] = ()
+    subject: str | None = None
+    tags: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def source_event_ids(self) -> tuple[str, ...]:
+        return tuple(ref.event_id for ref in self.source_events)
+
+    def as_served(self) -> dict[str, Any]:
+        """The wire form of ``GET /v1/memories/{id}`` (camelCase; no content once tombstoned)."""
+        served: dict[str, Any] = {
+            "id": self.id,
+            "status": self.status,
+            "type": self.type,
+            "validFrom": self.valid_from,
+            "validTo": self.valid_to,
+            "confidence": self.confidence,
+            "stream": self.stream,
+            "sourceEventIds": list(self.source_event_ids),
+            "sourceEvents": [ref.as_served() for ref in self.source_events],
+            "supersedes": list(self.supersedes),
+            "supersededBy": list(self.superseded_by),
+            "replacedBy": list(self.replaced_by),
+            "createdAt": self.created_at,
+        }
+        if self.content is not None and self.status not in {"tombstoned", "purged"}:
+            served["content"] = self.content
+        if self.subject is not None:
+            served["subject"] = self.subject
+        if self.tags:
+            served["tags"] = list(self.tags)
+        return served
+
+
+@dataclass(frozen=True, slots=True)
+class Posting:
+    """One (term, memory) entry of the inverted index: what ranking and the filters need,
+    so that recall never fetches a memory that will not be a candidate."""
+
+    memory_id: str
+    tf: int  # occurrences of the term in the memory's text
+    dl: int  # the memory's length in terms
+    valid_from_ms: int
+    valid_to_ms: int | None
+    stream: str
+    type: str
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusStats:
+    """Per-project BM25 statistics: indexed (not replaced, not forgotten) memories and their terms."""
+
+    docs: int
+    terms: int
+
+    @property
+    def avg_doc_len(self) -> float:
+        return self.terms / self.docs if self.docs > 0 else 0.0

@@ -1,0 +1,1 @@
+"""Recall's pure pipeline: scoring, selection, packing, abstain (no I/O)."""

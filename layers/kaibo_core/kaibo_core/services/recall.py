@@ -1,0 +1,271 @@
+"""recall: the smallest cited set of memories that answers a question within a budget, or abstain.
+
+    question --pipeline--> terms --parallel bounded postings reads--> BM25 over visible postings
+      --> the top candidates' memory items (BatchGetItem; the authority on status and validity)
+      --> near-duplicates collapsed --> smallest covering set --> packed into the budget
+      --> items with citations, or ``abstain`` with a documented reason.
+
+docs/recall.md documents every parameter of ``RecallParams`` and every abstain reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final, Literal, Protocol
+
+from kaibo_core.clock import Clock, format_instant, parse_instant, utc_now
+from kaibo_core.errors import UnprocessableError
+from kaibo_core.models.api import RecallRequest
+from kaibo_core.models.memories import CorpusStats, MemoryRecord, Posting
+from kaibo_core.recall.packing import pack
+from kaibo_core.recall.scoring import (
+    Candidate,
+    RecallFilters,
+    coverage,
+    score_postings,
+    term_weights,
+    visible,
+)
+from kaibo_core.recall.selection import Ranked, SelectionParams, collapse_near_duplicates, smallest_set
+from kaibo_core.storage_keys import ProjectId
+from kaibo_core.text import analyze, query_terms
+
+AbstainReason = Literal[
+    "no_terms", "no_match", "nothing_valid_at_asof", "below_threshold", "budget_too_small"
+]
+
+ABSTAIN_MESSAGES: Final[dict[str, str]] = {
+    "no_terms": "The question has no searchable words (only stopwords, punctuation or symbols).",
+    "no_match": "No memory contains any of the question's terms (with the filters given).",
+    "nothing_valid_at_asof": "Memories match the question, but none was valid at asOf.",
+    "below_threshold": "The best matching memory covers too little of the question to answer it.",
+    "budget_too_small": "Matching memories exist, but not even a short summary of one fits the budget.",
+}
+
+
+class TermReadLike(Protocol):
+    @property
+    def term(self) -> str: ...
+    @property
+    def postings(self) -> Sequence[Posting]: ...
+    @property
+    def doc_freq(self) -> int: ...
+    @property
+    def truncated(self) -> bool: ...
+
+
+class TermIndex(Protocol):
+    def read(
+        self, project: ProjectId, terms: Sequence[str], limit: int, history: bool
+    ) -> tuple[Sequence[TermReadLike], CorpusStats]: ...
+
+
+class MemoryReader(Protocol):
+    def get_many(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, MemoryRecord]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RecallParams:
+    """The frozen parameters of recall (docs/recall.md, "Parameters")."""
+
+    #: Postings read per term and side, strongest impact first.
+    postings_per_term: int = 400
+    #: A question's distinct terms beyond this are ignored (first ones kept).
+    max_question_terms: int = 32
+    #: Memory items fetched: budget / tokens_per_fetched_item, clamped to [min_fetch, max_fetch].
+    min_fetch: int = 16
+    max_fetch: int = 64
+    tokens_per_fetched_item: int = 16
+    #: Abstain (``below_threshold``) when the best candidate covers less of the question's idf weight.
+    min_coverage: float = 0.3
+    selection: SelectionParams = field(default_factory=SelectionParams)
+    #: ``smallest``: the greedy covering set; ``fill``: every candidate in rank order until the
+    #: budget is full (the benchmark's comparison; not exposed by the API).
+    strategy: Literal["smallest", "fill"] = "smallest"
+
+    def fetch_count(self, budget: int) -> int:
+        return max(self.min_fetch, min(self.max_fetch, budget // self.tokens_per_fetched_item))
+
+
+@dataclass
+class RecallStats:
+    """What one recall read and decided (logged as numbers only: never text)."""
+
+    terms: int = 0
+    postings_read: int = 0
+    truncated_terms: int = 0
+    candidates: int = 0
+    fetched: int = 0
+    authority_dropped: int = 0
+    duplicates_collapsed: int = 0
+    selected: int = 0
+
+
+CandidatesListener = Callable[[dict[str, Any]], None]
+
+
+class RecallService:
+    def __init__(
+        self,
+        index: TermIndex,
+        memories: MemoryReader,
+        clock: Clock = utc_now,
+        params: RecallParams | None = None,
+    ) -> None:
+        self._index = index
+        self._memories = memories
+        self._clock = clock
+        self.params = params or RecallParams()
+
+    def recall(
+        self,
+        project: ProjectId,
+        request: RecallRequest,
+        on_candidates: CandidatesListener | None = None,
+    ) -> tuple[dict[str, Any], RecallStats]:
+        """The response body of ``POST /v1/recall`` (API.md) and what it cost."""
+        params = self.params
+        stats = RecallStats()
+        now = self._clock()
+        as_of = _as_of(request.asOf, now)
+        as_of_ms = int(as_of.timestamp() * 1000)
+        answer = _Answer(request.budget, format_instant(as_of))
+        terms = query_terms(request.question)[: params.max_question_terms]
+        stats.terms = len(terms)
+        if not terms:
+            return answer.abstain("no_terms", on_candidates), stats
+        filters = RecallFilters(
+            as_of_ms=as_of_ms,
+            streams=frozenset(request.streams) if request.streams else None,
+            types=frozenset(request.types) if request.types else None,
+            include_superseded=request.includeSuperseded,
+        )
+        history = request.includeSuperseded or as_of_ms < int(now.timestamp() * 1000)
+        reads, corpus = self._index.read(project, terms, params.postings_per_term, history)
+        stats.postings_read = sum(len(r.postings) for r in reads)
+        stats.truncated_terms = sum(1 for r in reads if r.truncated)
+        weights = term_weights({r.term: r.doc_freq for r in reads}, corpus)
+        candidates, invalid_at_as_of = score_postings(
+            {r.term: r.postings for r in reads}, weights, corpus, filters
+        )
+        stats.candidates = len(candidates)
+        if not candidates:
+            reason: AbstainReason = "nothing_valid_at_asof" if invalid_at_as_of else "no_match"
+            return answer.abstain(reason, on_candidates), stats
+
+        top = candidates[: params.fetch_count(request.budget)]
+        found = self._memories.get_many(project, [c.memory_id for c in top])
+        stats.fetched = len(found)
+        ranked = _authoritative(top, found, filters)
+        stats.authority_dropped = len(top) - len(ranked)
+        if on_candidates is not None:
+            on_candidates(_candidates_event(ranked, found))
+        if not ranked:
+            return answer.abstain("no_match", on_candidates=None), stats
+        if max(coverage(r.terms & weights.keys(), weights) for r in ranked) < params.min_coverage:
+            return answer.abstain("below_threshold", on_candidates=None), stats
+
+        kept, _collapsed = collapse_near_duplicates(ranked)
+        stats.duplicates_collapsed = len(ranked) - len(kept)
+        chosen = smallest_set(kept, weights, params.selection) if params.strategy == "smallest" else kept
+        stats.selected = len(chosen)
+        packing = pack([(r.memory_id, r.text) for r in chosen], terms, weights, request.budget)
+        if not packing.items:
+            return answer.abstain("budget_too_small", on_candidates=None), stats
+        scores = {r.memory_id: r.score for r in chosen}
+        items = [
+            _item(found[p.memory_id], p.form, p.text, p.tokens, scores[p.memory_id]) for p in packing.items
+        ]
+        return answer.answered(items, packing.used_tokens), stats
+
+
+def _as_of(text: str | None, now: datetime) -> datetime:
+    if text is None:
+        return now
+    try:
+        return parse_instant(text)
+    except ValueError as exc:
+        raise UnprocessableError(
+            "invalid_timestamp",
+            f"asOf is not an RFC 3339 timestamp with an offset: {exc}",
+            {"field": "asOf", "asOf": text},
+        ) from exc
+
+
+def _ms(instant: str | None) -> int | None:
+    return None if instant is None else int(parse_instant(instant).timestamp() * 1000)
+
+
+def _authoritative(
+    top: Sequence[Candidate], found: Mapping[str, MemoryRecord], filters: RecallFilters
+) -> list[Ranked]:
+    """The candidates whose memory items confirm them (status, validity, filters), as ranked."""
+    ranked: list[Ranked] = []
+    for candidate in top:
+        memory = found.get(candidate.memory_id)
+        if memory is None or memory.content is None:
+            continue
+        valid_from = _ms(memory.valid_from)
+        if valid_from is None or not visible(
+            memory.status, valid_from, _ms(memory.valid_to), memory.stream, memory.type, filters
+        ):
+            continue
+        ranked.append(Ranked(memory.id, candidate.score, frozenset(analyze(memory.content)), memory.content))
+    return ranked
+
+
+def _candidates_event(ranked: Sequence[Ranked], found: Mapping[str, MemoryRecord]) -> dict[str, Any]:
+    return {
+        "candidates": [
+            {
+                "memoryId": r.memory_id,
+                "type": found[r.memory_id].type,
+                "score": round(r.score, 4),
+                "validFrom": found[r.memory_id].valid_from,
+            }
+            for r in ranked
+        ]
+    }
+
+
+def _item(memory: MemoryRecord, form: str, text: str, tokens: int, score: float) -> dict[str, Any]:
+    return {
+        "memoryId": memory.id,
+        "type": memory.type,
+        "form": form,
+        "text": text,
+        "validFrom": memory.valid_from,
+        "validTo": memory.valid_to,
+        "confidence": memory.confidence,
+        "score": round(score, 4),
+        "tokens": tokens,
+        "citations": [ref.as_served() for ref in memory.source_events],
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    budget: int
+    as_of: str
+
+    def abstain(self, reason: AbstainReason, on_candidates: CandidatesListener | None) -> dict[str, Any]:
+        if on_candidates is not None:
+            on_candidates({"candidates": []})
+        return {
+            "items": [],
+            "usedTokens": 0,
+            "budget": self.budget,
+            "asOf": self.as_of,
+            "abstain": {"abstained": True, "reason": reason, "message": ABSTAIN_MESSAGES[reason]},
+        }
+
+    def answered(self, items: list[dict[str, Any]], used_tokens: int) -> dict[str, Any]:
+        return {
+            "items": items,
+            "usedTokens": used_tokens,
+            "budget": self.budget,
+            "asOf": self.as_of,
+            "abstain": {"abstained": False},
+        }

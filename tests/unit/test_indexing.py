@@ -1,0 +1,52 @@
+"""The index plan: terms with tf, impacts ordering the reads, deterministic chunks and shards."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kaibo_core.indexing import (
+    DF_SHARDS,
+    TERMS_PER_TRANSACTION,
+    impact,
+    index_side,
+    plan_index,
+    shard_of,
+)
+from kaibo_core.limits import DYNAMODB_MAX_TRANSACTION_ACTIONS
+from kaibo_core.text import analyze
+
+
+def test_given_a_text_then_each_distinct_term_once_with_its_frequency() -> None:
+    plan = plan_index("mem_1", "Release moved. The release moved to July 17.")
+    assert plan.dl == len(analyze("Release moved. The release moved to July 17."))
+    assert {e.term: e.tf for e in plan.entries} == {"releas": 2, "move": 2, "juli": 1, "17": 1}
+    assert [e.term for e in plan.entries] == sorted(e.term for e in plan.entries)
+
+
+def test_given_more_occurrences_or_a_shorter_text_then_a_higher_impact() -> None:
+    assert impact(2, 10) > impact(1, 10)
+    assert impact(1, 5) > impact(1, 50)
+    assert 0 < impact(1, 10_000) < impact(1000, 1) <= 99_999
+
+
+def test_given_a_memory_then_its_shards_are_stable_and_in_range() -> None:
+    assert shard_of("mem_1", DF_SHARDS) == shard_of("mem_1", DF_SHARDS)
+    assert {shard_of(f"mem_{n}", DF_SHARDS) for n in range(200)} == set(range(DF_SHARDS))
+
+
+@given(st.lists(st.text(alphabet="abcdefghij ", min_size=1, max_size=12), max_size=400))
+def test_given_any_text_then_chunks_cover_every_term_once_and_fit_a_transaction(words: list[str]) -> None:
+    plan = plan_index("mem_x", " ".join(words))
+    chunks = plan.chunks()
+    assert [e for chunk in chunks for e in chunk] == list(plan.entries)
+    # two actions per term, plus the memory item and its corpus shard in the last chunk
+    assert all(2 * len(chunk) + 2 <= DYNAMODB_MAX_TRANSACTION_ACTIONS for chunk in chunks)
+    assert all(len(chunk) <= TERMS_PER_TRANSACTION for chunk in chunks)
+    assert plan.chunks() == chunks
+
+
+def test_given_statuses_then_current_history_or_not_indexed() -> None:
+    assert index_side("provisional") == index_side("active") == "c"
+    assert index_side("superseded") == index_side("canceled") == "h"
+    assert index_side("replaced") is index_side("tombstoned") is index_side("purged") is None
