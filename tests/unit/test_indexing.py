@@ -8,12 +8,15 @@ from hypothesis import strategies as st
 from kaibo_core.indexing import (
     DF_SHARDS,
     TERMS_PER_TRANSACTION,
+    decode_posting,
+    encode_posting,
     impact,
     index_side,
     plan_index,
     shard_of,
 )
 from kaibo_core.limits import DYNAMODB_MAX_TRANSACTION_ACTIONS
+from kaibo_core.models.memories import Posting
 from kaibo_core.text import analyze
 
 
@@ -50,3 +53,19 @@ def test_given_statuses_then_current_history_or_not_indexed() -> None:
     assert index_side("provisional") == index_side("active") == "c"
     assert index_side("superseded") == index_side("canceled") == "h"
     assert index_side("replaced") is index_side("tombstoned") is index_side("purged") is None
+
+
+@given(
+    tf=st.integers(1, 10_000),
+    dl=st.integers(1, 100_000),
+    valid_from=st.integers(0, 2**45),
+    valid_to=st.none() | st.integers(0, 2**45),
+    status=st.sampled_from(["provisional", "active", "superseded", "canceled"]),
+    memory_type=st.sampled_from(["fact", "episode"]),
+    stream=st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,20}", fullmatch=True),
+)
+def test_given_any_posting_then_its_stored_form_decodes_to_it(  # noqa: PLR0917 - hypothesis arguments
+    tf: int, dl: int, valid_from: int, valid_to: int | None, status: str, memory_type: str, stream: str
+) -> None:
+    posting = Posting("mem_1", tf, dl, valid_from, valid_to, stream, memory_type, status)
+    assert decode_posting("mem_1", encode_posting(posting)) == posting

@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Final
 
-from kaibo_core.models.memories import CURRENT_STATUSES, HISTORICAL_STATUSES
+from kaibo_core.models.memories import CURRENT_STATUSES, HISTORICAL_STATUSES, Posting
 from kaibo_core.ranking import DEFAULT_PARAMS, Bm25Params
 from kaibo_core.text import analyze
 
@@ -86,4 +86,42 @@ def plan_index(memory_id: str, text: str) -> IndexPlan:
         entries=entries,
         df_shard=shard_of(memory_id, DF_SHARDS),
         corpus_shard=shard_of(memory_id, CORPUS_SHARDS),
+    )
+
+
+#: Field separator of a stored posting: never in a stream name, type or status.
+POSTING_SEPARATOR: Final = "|"
+
+
+def encode_posting(posting: Posting) -> str:
+    """A posting's fields as one string attribute: ``tf|dl|validFromMs|validToMs|status|type|stream``.
+
+    One attribute instead of seven: recall deserializes hundreds of postings per question,
+    and the SDK's cost is per attribute. (The memory id is in the sort key.)
+    """
+    valid_to = "" if posting.valid_to_ms is None else str(posting.valid_to_ms)
+    return POSTING_SEPARATOR.join(
+        (
+            str(posting.tf),
+            str(posting.dl),
+            str(posting.valid_from_ms),
+            valid_to,
+            posting.status,
+            posting.type,
+            posting.stream,
+        )
+    )
+
+
+def decode_posting(memory_id: str, encoded: str) -> Posting:
+    tf, dl, valid_from, valid_to, status, memory_type, stream = encoded.split(POSTING_SEPARATOR, 6)
+    return Posting(
+        memory_id=memory_id,
+        tf=int(tf),
+        dl=int(dl),
+        valid_from_ms=int(valid_from),
+        valid_to_ms=int(valid_to) if valid_to else None,
+        stream=stream,
+        type=memory_type,
+        status=status,
     )

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from kaibo_core import storage_keys
 from kaibo_core.adapters.aws import io_pool
 from kaibo_core.adapters.dynamodb_values import s
-from kaibo_core.indexing import DF_SHARDS
+from kaibo_core.indexing import DF_SHARDS, decode_posting
 from kaibo_core.models.memories import CorpusStats, Posting
 from kaibo_core.storage_keys import ProjectId
 
@@ -35,16 +35,7 @@ class TermRead:
 
 
 def posting_from_item(item: dict[str, Any]) -> Posting:
-    return Posting(
-        memory_id=item["m"]["S"],
-        tf=int(item["tf"]["N"]),
-        dl=int(item["dl"]["N"]),
-        valid_from_ms=int(item["vf"]["N"]),
-        valid_to_ms=int(item["vt"]["N"]) if "vt" in item else None,
-        stream=item["st"]["S"],
-        type=item["ty"]["S"],
-        status=item["s"]["S"],
-    )
+    return decode_posting(item["sk"]["S"].split("#", 1)[1], item["p"]["S"])
 
 
 class DynamoTermIndex:
@@ -78,6 +69,7 @@ class DynamoTermIndex:
             ExpressionAttributeValues={":pk": s(storage_keys.postings_pk(project, side, term))},
             ScanIndexForward=False,
             Limit=limit + shards,
+            ProjectionExpression="sk, p, df",  # not pk: the same in every item
             ConsistentRead=True,  # a memory remembered a moment ago is found
         )
         postings: list[Posting] = []

@@ -5,9 +5,8 @@ Layout (keys built only by kaibo_core.storage_keys):
 - Memories table: ``pk = project#memoryId`` → the memory (the authority on its status).
 - Term index table (``pk``, ``sk``):
   - postings: ``pk = project#t<side>#term`` (side ``c`` current, ``h`` history),
-    ``sk = <impact:05d>#memoryId`` → ``m`` memory id, ``tf``, ``dl``, ``vf``/``vt``
-    validity in epoch ms, ``st`` stream, ``ty`` type, ``s`` status (a hint; the memory
-    item decides);
+    ``sk = <impact:05d>#memoryId`` → ``p = tf|dl|validFromMs|validToMs|status|type|stream``
+    (kaibo_core.indexing.encode_posting; the status is a hint, the memory item decides);
   - document-frequency shards: ``pk = project#tc#term``, ``sk = ~df#NN`` → ``df``;
   - corpus shards: ``pk = project#corpus``, ``sk = NN`` → ``docs``, ``terms``.
 
@@ -34,8 +33,8 @@ from kaibo_core import storage_keys
 from kaibo_core.adapters.aws import io_pool
 from kaibo_core.adapters.dynamodb_values import Item, key, n, s, strings
 from kaibo_core.clock import parse_instant
-from kaibo_core.indexing import IndexPlan, TermEntry, index_side, plan_index
-from kaibo_core.models.memories import MemoryRecord, SourceEventRef
+from kaibo_core.indexing import IndexPlan, TermEntry, encode_posting, index_side, plan_index
+from kaibo_core.models.memories import MemoryRecord, Posting, SourceEventRef
 from kaibo_core.storage_keys import ProjectId
 from kaibo_core.text import PIPELINE_VERSION
 
@@ -122,19 +121,20 @@ def memory_from_item(project: ProjectId, item: dict[str, Any]) -> MemoryRecord:
 
 
 def posting_item(project: ProjectId, memory: MemoryRecord, side: str, entry: TermEntry, dl: int) -> Item:
-    item: Item = {
+    posting = Posting(
+        memory_id=memory.id,
+        tf=entry.tf,
+        dl=dl,
+        valid_from_ms=epoch_ms(memory.valid_from),
+        valid_to_ms=None if memory.valid_to is None else epoch_ms(memory.valid_to),
+        stream=memory.stream,
+        type=memory.type,
+        status=memory.status,
+    )
+    return {
         **key(storage_keys.posting_key(project, side, entry.term, entry.impact, memory.id)),
-        "m": s(memory.id),
-        "tf": n(entry.tf),
-        "dl": n(dl),
-        "vf": n(epoch_ms(memory.valid_from)),
-        "st": s(memory.stream),
-        "ty": s(memory.type),
-        "s": s(memory.status),
+        "p": s(encode_posting(posting)),
     }
-    if memory.valid_to is not None:
-        item["vt"] = n(epoch_ms(memory.valid_to))
-    return item
 
 
 def _backoff(attempt: int) -> float:
