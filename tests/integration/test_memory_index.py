@@ -15,7 +15,7 @@ from kaibo_core import storage_keys
 from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
 from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore
 from kaibo_core.adapters.dynamodb_values import key
-from kaibo_core.indexing import TERMS_PER_TRANSACTION, plan_index
+from kaibo_core.indexing import TERMS_PER_TRANSACTION, memory_terms, plan_index
 from kaibo_core.models.memories import MemoryRecord, SourceEventRef
 from kaibo_core.storage_keys import ProjectId
 
@@ -78,7 +78,7 @@ def test_given_a_memory_indexed_twice_then_it_counts_once(aws_stack) -> None:
     project = new_project()
     store, _ = stores(aws_stack)
     first = memory(project, 1, LONG_TEXT)
-    plan = plan_index(first.id, LONG_TEXT)
+    plan = plan_index(first.id, memory_terms(first))
     assert len(plan.chunks()) == 3
     assert store.index_new(first) is True
     assert store.index_new(first) is False
@@ -114,7 +114,7 @@ def test_given_a_crash_between_chunks_when_retried_then_the_index_is_complete_an
     store, index = stores(aws_stack)
     assert store.get(project, target.id) is None  # not visible: the memory item is written last
     assert store.index_new(target) is True
-    plan = plan_index(target.id, LONG_TEXT)
+    plan = plan_index(target.id, memory_terms(target))
     doc_freqs, corpus = counters(aws_stack, project, [e.term for e in plan.entries])
     assert set(doc_freqs.values()) == {1}
     assert corpus == (1, plan.dl)
@@ -136,7 +136,7 @@ def test_given_concurrent_duplicates_when_indexing_then_exactly_one_counts(aws_s
         outcomes = list(pool.map(lambda _: index_once(), range(8)))
     assert outcomes.count(True) == 1
     assert store.get(project, target.id) == target
-    plan = plan_index(target.id, LONG_TEXT)
+    plan = plan_index(target.id, memory_terms(target))
     doc_freqs, corpus = counters(aws_stack, project, [e.term for e in plan.entries])
     assert set(doc_freqs.values()) == {1}
     assert corpus == (1, plan.dl)

@@ -21,7 +21,7 @@ from kaibo_core.text import analyze
 
 
 def test_given_a_text_then_each_distinct_term_once_with_its_frequency() -> None:
-    plan = plan_index("mem_1", "Release moved. The release moved to July 17.")
+    plan = plan_index("mem_1", analyze("Release moved. The release moved to July 17."))
     assert plan.dl == len(analyze("Release moved. The release moved to July 17."))
     assert {e.term: e.tf for e in plan.entries} == {"releas": 2, "move": 2, "juli": 1, "17": 1}
     assert [e.term for e in plan.entries] == sorted(e.term for e in plan.entries)
@@ -40,7 +40,7 @@ def test_given_a_memory_then_its_shards_are_stable_and_in_range() -> None:
 
 @given(st.lists(st.text(alphabet="abcdefghij ", min_size=1, max_size=12), max_size=400))
 def test_given_any_text_then_chunks_cover_every_term_once_and_fit_a_transaction(words: list[str]) -> None:
-    plan = plan_index("mem_x", " ".join(words))
+    plan = plan_index("mem_x", analyze(" ".join(words)))
     chunks = plan.chunks()
     assert [e for chunk in chunks for e in chunk] == list(plan.entries)
     # two actions per term, plus the memory item and its corpus shard in the last chunk

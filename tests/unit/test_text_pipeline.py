@@ -11,7 +11,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kaibo_core import ranking, text, tokens
-from kaibo_core.text import MAX_TERM_LENGTH, PIPELINE_VERSION, STOPWORDS, analyze, query_terms, tokenize
+from kaibo_core.text import (
+    MAX_TERM_LENGTH,
+    PIPELINE_VERSION,
+    STOPWORDS,
+    analyze,
+    query_terms,
+    time_terms,
+    tokenize,
+    written_date_terms,
+)
 
 PROPERTY = settings(max_examples=200, deadline=None, derandomize=True)
 
@@ -21,7 +30,7 @@ def raw_tokens(value: str) -> list[str]:
 
 
 def test_pipeline_version_is_pinned() -> None:
-    assert PIPELINE_VERSION == 1
+    assert PIPELINE_VERSION == 2
     assert MAX_TERM_LENGTH == 64
 
 
@@ -44,7 +53,8 @@ def test_numbers_are_one_token(value: str, expected: list[str]) -> None:
 
 
 def test_comma_between_words_or_after_space_does_not_join() -> None:
-    assert analyze("July 17, 2026") == ["juli", "17", "2026"]
+    assert analyze("July 17, 2026") == ["juli", "17", "2026", "2026-07-17", "2026-07"]
+    assert analyze("17, 2026") == ["17", "2026"]
     assert raw_tokens("July 17") == ["july", "17"]
 
 
@@ -274,3 +284,27 @@ def test_docs_list_the_stopwords_exactly() -> None:
     listed = doc.split("The list (135 words):", 1)[1].split("`", 2)[1]
     assert frozenset(listed.split()) == STOPWORDS
     assert len(STOPWORDS) == 135
+
+
+@pytest.mark.parametrize(
+    ("text", "dates"),
+    [
+        ("on 8 May, 2023", ["2023-05-08", "2023-05"]),
+        ("May 8th 2023", ["2023-05-08", "2023-05"]),
+        ("the 3rd of Sept. 2024", ["2024-09-03", "2024-09"]),
+        ("in July 2023 and December, 2024", ["2023-07", "2024-12"]),
+        ("JULY 17, 2026", ["2026-07-17", "2026-07"]),
+        ("on December 1,2023", ["2023-12-01", "2023-12"]),
+        ("on 32 May 2023", ["2023-05"]),
+        ("May I come in 2023", []),
+        ("July 17", []),
+    ],
+)
+def test_given_dates_written_out_then_their_iso_terms_are_added(text: str, dates: list[str]) -> None:
+    assert written_date_terms(text) == dates
+    assert analyze(text)[len(analyze(text)) - len(dates) :] == dates
+
+
+def test_given_a_validity_date_then_its_time_terms() -> None:
+    assert time_terms(2023, 7, 1) == ["2023-07-01", "2023-07", "2023", "juli"]
+    assert time_terms(2023, 5, 8) == ["2023-05-08", "2023-05", "2023"]  # "may" is a stopword

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import zlib
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from kaibo_core.models.memories import CURRENT_STATUSES, HISTORICAL_STATUSES, Posting
+from kaibo_core.clock import parse_instant
+from kaibo_core.models.memories import CURRENT_STATUSES, HISTORICAL_STATUSES, MemoryRecord, Posting
 from kaibo_core.ranking import DEFAULT_PARAMS, Bm25Params
-from kaibo_core.text import analyze
+from kaibo_core.text import analyze, time_terms
 
 #: The memory length (in terms) the impact order assumes; near the typical memory.
 AVGDL_REFERENCE: Final = 16.0
@@ -75,8 +77,21 @@ def index_side(status: str) -> str | None:
     return None
 
 
-def plan_index(memory_id: str, text: str) -> IndexPlan:
-    terms = analyze(text)
+def date_terms(memory: MemoryRecord) -> list[str]:
+    """The terms of the date a memory became valid (UTC; kaibo_core.text.time_terms)."""
+    moment = parse_instant(memory.valid_from)
+    return time_terms(moment.year, moment.month, moment.day)
+
+
+def memory_terms(memory: MemoryRecord) -> list[str]:
+    """What a memory is indexed under: its text's terms, then its date's, so that
+    "in July 2023" finds what was said then."""
+    if memory.content is None:
+        raise ValueError("a memory without content has no terms")
+    return analyze(memory.content) + date_terms(memory)
+
+
+def plan_index(memory_id: str, terms: Sequence[str]) -> IndexPlan:
     counts = Counter(terms)
     dl = len(terms)
     entries = tuple(TermEntry(term, tf, impact(tf, dl)) for term, tf in sorted(counts.items()))

@@ -23,7 +23,7 @@ from functools import lru_cache
 import snowballstemmer
 
 #: Stored with index entries; bump it whenever any rule below changes a term.
-PIPELINE_VERSION = 1
+PIPELINE_VERSION = 2
 
 #: Terms longer than this many characters (after case folding and stemming) are
 #: dropped, not truncated: such tokens are hashes, blobs or long URLs, and a
@@ -203,13 +203,83 @@ def _term(token: Token) -> str | None:
     return term
 
 
+_MONTH_NUMBERS = {
+    name: number
+    for number, names in enumerate(
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sept", "sep"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
+        start=1,
+    )
+    for name in names
+}
+#: Month names by number (index 0 unused).
+_MONTH_NAMES = (
+    "",
+    *(name for name, number in _MONTH_NUMBERS.items() if len(name) > 4 or name in {"may", "june", "july"}),
+)
+_MONTH = r"(?P<month>" + "|".join(sorted(_MONTH_NUMBERS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>\d{4})"
+_WRITTEN_DATES = (
+    re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}(?:,\s*|\s+){_YEAR}\b", re.IGNORECASE),
+    re.compile(rf"\b{_MONTH}\s+{_DAY}(?:,\s*|\s+){_YEAR}\b", re.IGNORECASE),
+    re.compile(rf"\b{_MONTH}(?:,\s*|\s+){_YEAR}\b", re.IGNORECASE),
+)
+
+
+def written_date_terms(text: str) -> list[str]:
+    """ISO terms for dates written out in English: ``8 May, 2023``, ``May 8th 2023`` ->
+    ``2023-05-08`` and ``2023-05``; ``July 2023`` -> ``2023-07``. Each date once."""
+    found: dict[tuple[int, int], str] = {}
+    for pattern in _WRITTEN_DATES:
+        for match in pattern.finditer(text):
+            if match.start() in {start for start, _ in found}:
+                continue
+            month = _MONTH_NUMBERS[match.group("month").casefold()]
+            year = int(match.group("year"))
+            day = int(match.groupdict().get("day") or 0)
+            if not 1000 <= year <= 2999 or day > 31:
+                continue
+            overlapping = [span for span in found if span[0] <= match.start() < span[1]]
+            if overlapping:
+                continue
+            found[(match.start(), match.end())] = f"{year:04d}-{month:02d}" + (f"-{day:02d}" if day else "")
+    terms: list[str] = []
+    for _, iso in sorted(found.items()):
+        terms.extend((iso, iso[:7]) if len(iso) == 10 else (iso,))
+    return terms
+
+
+def time_terms(year: int, month: int, day: int) -> list[str]:
+    """The terms a memory gets from the date it became valid (UTC): ``2023-05-08``,
+    ``2023-05``, ``2023`` and the month's name through the pipeline (``juli``; ``may`` is a
+    stopword)."""
+    return [f"{year:04d}-{month:02d}-{day:02d}", f"{year:04d}-{month:02d}", f"{year:04d}"] + [
+        term for token in tokenize(_MONTH_NAMES[month]) if (term := _term(token)) is not None
+    ]
+
+
 def analyze(text: str) -> list[str]:
-    """The terms of ``text`` in order, with repeats: what the index counts."""
+    """The terms of ``text`` in order, with repeats: what the index counts. Dates written
+    out in English add their ISO terms at the end."""
     terms: list[str] = []
     for token in tokenize(text):
         term = _term(token)
         if term is not None:
             terms.append(term)
+    terms.extend(written_date_terms(unicodedata.normalize("NFKC", text)))
     return terms
 
 

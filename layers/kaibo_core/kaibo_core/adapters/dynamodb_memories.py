@@ -33,7 +33,7 @@ from kaibo_core import storage_keys
 from kaibo_core.adapters.aws import io_pool
 from kaibo_core.adapters.dynamodb_values import Item, key, n, s, strings
 from kaibo_core.clock import parse_instant
-from kaibo_core.indexing import IndexPlan, TermEntry, encode_posting, index_side, plan_index
+from kaibo_core.indexing import IndexPlan, TermEntry, encode_posting, index_side, memory_terms, plan_index
 from kaibo_core.models.memories import MemoryRecord, Posting, SourceEventRef
 from kaibo_core.storage_keys import ProjectId
 from kaibo_core.text import PIPELINE_VERSION
@@ -166,7 +166,7 @@ class DynamoMemoryStore:
         if side is None:
             raise ValueError(f"a {memory.status} memory is not indexed")
         project = ProjectId(memory.project_id)
-        plan = plan_index(memory.id, memory.content)
+        plan = plan_index(memory.id, memory_terms(memory))
         chunks = plan.chunks()
         for number, chunk in enumerate(chunks):
             actions = [a for entry in chunk for a in self._term_actions(project, memory, side, entry, plan)]

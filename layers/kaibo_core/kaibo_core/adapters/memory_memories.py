@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from kaibo_core.adapters.dynamodb_index import TermRead
 from kaibo_core.adapters.dynamodb_memories import epoch_ms
-from kaibo_core.indexing import index_side, plan_index
+from kaibo_core.indexing import index_side, memory_terms, plan_index
 from kaibo_core.models.memories import CorpusStats, MemoryRecord, Posting
 from kaibo_core.storage_keys import ProjectId
 
@@ -32,7 +32,7 @@ class InMemoryMemoryStore:
         side = index_side(memory.status)
         if side is None:
             raise ValueError(f"a {memory.status} memory is not indexed")
-        plan = plan_index(memory.id, memory.content)
+        plan = plan_index(memory.id, memory_terms(memory))
         with self._lock:
             if (memory.project_id, memory.id) in self.memories:
                 return False

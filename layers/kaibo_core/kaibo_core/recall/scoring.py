@@ -116,6 +116,25 @@ def score_postings(
     return candidates, len(invalid_at_as_of - scores.keys())
 
 
+def exact_score(
+    term_counts: Mapping[str, int],
+    doc_len: int,
+    weights: Mapping[str, float],
+    corpus: CorpusStats,
+    params: Bm25Params = DEFAULT_PARAMS,
+) -> float:
+    """BM25 of one memory from all its terms (``weights``: the question terms' idf)."""
+    k1, b = params.k1, params.b
+    avgdl = corpus.avg_doc_len
+    norm = k1 * (1 - b + b * doc_len / avgdl) if avgdl > 0 else k1
+    score = 0.0
+    for term, weight in weights.items():
+        tf = term_counts.get(term, 0)
+        if tf > 0:
+            score += weight * tf * (k1 + 1.0) / (tf + norm)
+    return score
+
+
 def coverage(terms: Iterable[str], weights: Mapping[str, float]) -> float:
     """The share of the question's idf weight that ``terms`` cover, in [0, 1]."""
     total = sum(weights.values())

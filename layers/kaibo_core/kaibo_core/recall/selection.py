@@ -38,7 +38,7 @@ class SelectionParams:
     the result (cover picks first, then corroboration)."""
 
     coverage_target: float = 1.0
-    relative_floor: float = 0.5
+    relative_floor: float = 0.3
     max_items: int = 50
 
     def __post_init__(self) -> None:

@@ -10,6 +10,7 @@ docs/recall.md documents every parameter of ``RecallParams`` and every abstain r
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -17,13 +18,16 @@ from typing import Any, Final, Literal, Protocol
 
 from kaibo_core.clock import Clock, format_instant, parse_instant, utc_now
 from kaibo_core.errors import UnprocessableError
+from kaibo_core.indexing import date_terms
 from kaibo_core.models.api import RecallRequest
 from kaibo_core.models.memories import CorpusStats, MemoryRecord, Posting
+from kaibo_core.ranking import DEFAULT_PARAMS, Bm25Params
 from kaibo_core.recall.packing import pack
 from kaibo_core.recall.scoring import (
     Candidate,
     RecallFilters,
     coverage,
+    exact_score,
     score_postings,
     term_weights,
     visible,
@@ -80,6 +84,7 @@ class RecallParams:
     tokens_per_fetched_item: int = 16
     #: Abstain (``below_threshold``) when the best candidate covers less of the question's idf weight.
     min_coverage: float = 0.3
+    bm25: Bm25Params = DEFAULT_PARAMS
     selection: SelectionParams = field(default_factory=SelectionParams)
     #: ``smallest``: the greedy covering set; ``fill``: every candidate in rank order until the
     #: budget is full (the benchmark's comparison; not exposed by the API).
@@ -148,7 +153,7 @@ class RecallService:
         stats.truncated_terms = sum(1 for r in reads if r.truncated)
         weights = term_weights({r.term: r.doc_freq for r in reads}, corpus)
         candidates, invalid_at_as_of = score_postings(
-            {r.term: r.postings for r in reads}, weights, corpus, filters
+            {r.term: r.postings for r in reads}, weights, corpus, filters, params.bm25
         )
         stats.candidates = len(candidates)
         if not candidates:
@@ -158,7 +163,8 @@ class RecallService:
         top = candidates[: params.fetch_count(request.budget)]
         found = self._memories.get_many(project, [c.memory_id for c in top])
         stats.fetched = len(found)
-        ranked = _authoritative(top, found, filters)
+        confirmed = _authoritative(top, found, filters, weights, corpus, params.bm25)
+        ranked = [c.ranked for c in confirmed]
         stats.authority_dropped = len(top) - len(ranked)
         if on_candidates is not None:
             on_candidates(_candidates_event(ranked, found))
@@ -167,7 +173,7 @@ class RecallService:
         if max(coverage(r.terms & weights.keys(), weights) for r in ranked) < params.min_coverage:
             return answer.abstain("below_threshold", on_candidates=None), stats
 
-        kept, _collapsed = collapse_near_duplicates(ranked)
+        kept = _collapse(confirmed)
         stats.duplicates_collapsed = len(ranked) - len(kept)
         chosen = smallest_set(kept, weights, params.selection) if params.strategy == "smallest" else kept
         stats.selected = len(chosen)
@@ -198,11 +204,21 @@ def _ms(instant: str | None) -> int | None:
     return None if instant is None else int(parse_instant(instant).timestamp() * 1000)
 
 
-def _authoritative(
-    top: Sequence[Candidate], found: Mapping[str, MemoryRecord], filters: RecallFilters
-) -> list[Ranked]:
-    """The candidates whose memory items confirm them (status, validity, filters), as ranked."""
-    ranked: list[Ranked] = []
+def _authoritative(  # noqa: PLR0917 - the inputs of the exact rescoring
+    top: Sequence[Candidate],
+    found: Mapping[str, MemoryRecord],
+    filters: RecallFilters,
+    weights: Mapping[str, float],
+    corpus: CorpusStats,
+    bm25: Bm25Params,
+) -> list[_Confirmed]:
+    """The candidates whose memory items confirm them (status, validity, filters), rescored
+    exactly from the items' own terms and ranked again.
+
+    Postings are read bounded, so a candidate may have missed a frequent term's contribution
+    past the cut; its item has every term. Ties: newer ``validFrom``, then id.
+    """
+    confirmed: list[tuple[float, int, str, _Confirmed]] = []
     for candidate in top:
         memory = found.get(candidate.memory_id)
         if memory is None or memory.content is None:
@@ -212,8 +228,29 @@ def _authoritative(
             memory.status, valid_from, _ms(memory.valid_to), memory.stream, memory.type, filters
         ):
             continue
-        ranked.append(Ranked(memory.id, candidate.score, frozenset(analyze(memory.content)), memory.content))
-    return ranked
+        text_terms = analyze(memory.content)
+        terms = text_terms + date_terms(memory)
+        score = exact_score(Counter(terms), len(terms), weights, corpus, bm25)
+        entry = _Confirmed(
+            Ranked(memory.id, score, frozenset(terms), memory.content),
+            Ranked(memory.id, score, frozenset(text_terms), memory.content),
+        )
+        confirmed.append((-score, -valid_from, memory.id, entry))
+    return [entry for *_, entry in sorted(confirmed, key=lambda item: item[:3])]
+
+
+@dataclass(frozen=True, slots=True)
+class _Confirmed:
+    ranked: Ranked  # all the memory's terms: what coverage and the smallest set count
+    textual: Ranked  # its text's terms only: what near-duplicate detection compares
+
+
+def _collapse(confirmed: Sequence[_Confirmed]) -> list[Ranked]:
+    """Near-duplicates judged on the texts alone (not the date terms: a fact restated another
+    day is still the same fact)."""
+    kept, _ = collapse_near_duplicates([c.textual for c in confirmed])
+    by_id = {c.ranked.memory_id: c.ranked for c in confirmed}
+    return [by_id[r.memory_id] for r in kept]
 
 
 def _candidates_event(ranked: Sequence[Ranked], found: Mapping[str, MemoryRecord]) -> dict[str, Any]:
