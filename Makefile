@@ -4,6 +4,8 @@
 #   make test     lint + types + every test (what CI runs)
 #   make lint     ruff (lint + format check) and mypy
 #   make bench    benchmarks (tables, not tests): bench/remember.py; QUICK=1 for a short run
+#   make bench-recall-quality   recall quality on LoCoMo next to a BM25 reference (bench/recall_quality.py)
+#   make bench-recall-cost  recall's reads, read units, CPU and hit rate at 1k/10k/100k memories (QUICK=1, PROFILE=1)
 #   make build    sam build, no container (python3.11 on PATH)
 #   make deploy   sam deploy --guided
 #   make clean    remove the environments and build output
@@ -15,7 +17,7 @@ PY := $(VENV)/bin/python
 export AWS_DEFAULT_REGION ?= us-east-1
 export KAIBO_TOOLS_BIN ?= $(CURDIR)/$(TOOLS)/bin
 
-.PHONY: run test lint pytest bench build deploy clean venv tools
+.PHONY: run test lint pytest bench bench-recall-quality build deploy clean venv tools
 
 # The runtime/test environment: the layer's exact pins + test tools + our two packages.
 $(VENV)/.installed: requirements-dev.txt layers/kaibo_core/requirements.txt layers/kaibo_core/pyproject.toml clients/python/pyproject.toml
@@ -49,6 +51,19 @@ test: lint pytest
 
 bench: venv
 	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) bench/remember.py $(if $(QUICK),--quick,)
+
+# Benchmark-only packages (bm25s, numpy) on top of the dev environment; never installed by CI.
+$(VENV)/.bench-installed: $(VENV)/.installed requirements-bench.txt
+	$(PY) -m pip install --quiet -r requirements-bench.txt
+	touch $@
+
+# BENCH_ARGS passes options through, e.g. BENCH_ARGS="--limit-questions 100 --json out.json".
+bench-recall-quality: $(VENV)/.bench-installed
+	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) bench/recall_quality.py $(BENCH_ARGS)
+
+.PHONY: bench-recall-cost
+bench-recall-cost: venv
+	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) bench/recall_cost.py $(if $(QUICK),--quick,) $(if $(PROFILE),--profile,) $(BENCH_ARGS)
 
 build: tools
 	PATH="$(CURDIR)/$(TOOLS)/bin:$$PATH" sam build

@@ -7,7 +7,7 @@ from __future__ import annotations
 import secrets
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -218,3 +218,34 @@ def _item(m: MemoryRecord) -> dict[str, Any]:
     from kaibo_core.adapters.dynamodb_memories import memory_item
 
     return memory_item(m, dl=2)
+
+
+class CountingQueries:
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.partitions: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def query(self, **kwargs: Any) -> Any:
+        self.partitions.append(kwargs["ExpressionAttributeValues"][":pk"]["S"])
+        return self._client.query(**kwargs)
+
+
+def test_given_corpus_stats_read_a_moment_ago_then_they_are_reused_for_a_minute(aws_stack) -> None:
+    project = new_project()
+    store, _ = stores(aws_stack)
+    store.index_new(memory(project, 1, "deploy on Tuesday"))
+    counting = CountingQueries(aws_stack.dynamodb)
+    now = [0.0]
+    index = DynamoTermIndex(cast("Any", counting), aws_stack.tables["TermIndexTable"], clock=lambda: now[0])
+    corpus_pk = storage_keys.corpus_pk(project)
+    _, first = index.read(project, ["deploy"], limit=10, history=False)
+    now[0] = 59.0
+    _, again = index.read(project, ["deploy"], limit=10, history=False)
+    assert counting.partitions.count(corpus_pk) == 1
+    assert again == first
+    now[0] = 61.0
+    index.read(project, ["deploy"], limit=10, history=False)
+    assert counting.partitions.count(corpus_pk) == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import string
 from pathlib import Path
 from types import ModuleType
 
@@ -15,6 +16,7 @@ from kaibo_core.text import (
     MAX_TERM_LENGTH,
     PIPELINE_VERSION,
     STOPWORDS,
+    Token,
     analyze,
     query_terms,
     time_terms,
@@ -308,3 +310,9 @@ def test_given_dates_written_out_then_their_iso_terms_are_added(text: str, dates
 def test_given_a_validity_date_then_its_time_terms() -> None:
     assert time_terms(2023, 7, 1) == ["2023-07-01", "2023-07", "2023", "juli"]
     assert time_terms(2023, 5, 8) == ["2023-05-08", "2023-05", "2023"]  # "may" is a stopword
+
+
+@given(st.text(alphabet=string.ascii_letters, min_size=1, max_size=12))
+def test_given_an_ascii_word_then_the_fast_path_gives_what_the_general_rule_gives(word: str) -> None:
+    general = [Token(text._fold(token.text), token.word) for token in text._compound_tokens(word)]
+    assert tokenize(word) == general

@@ -33,7 +33,9 @@ from kaibo_core.text import analyze, time_terms
 AVGDL_REFERENCE: Final = 16.0
 IMPACT_SCALE: Final = 10_000  # impacts lie in [0, 22000): five digits
 DF_SHARDS: Final = 8
-CORPUS_SHARDS: Final = 8
+#: The same as DF_SHARDS, and the same hash: a memory updates df shard k and corpus shard k,
+#: so indexing the memories of one shard in sequence avoids every counter conflict.
+CORPUS_SHARDS: Final = DF_SHARDS
 #: Two actions per term (posting + df shard) and two for the memory and its corpus shard
 #: fit in one TransactWriteItems (at most 100 actions).
 TERMS_PER_TRANSACTION: Final = 49
@@ -92,6 +94,8 @@ def memory_terms(memory: MemoryRecord) -> list[str]:
 
 
 def plan_index(memory_id: str, terms: Sequence[str]) -> IndexPlan:
+    if isinstance(terms, str):
+        raise TypeError("plan_index takes a memory's terms (memory_terms), not its text")
     counts = Counter(terms)
     dl = len(terms)
     entries = tuple(TermEntry(term, tf, impact(tf, dl)) for term, tf in sorted(counts.items()))

@@ -167,14 +167,27 @@ def _cjk_tokens(run: str) -> Iterator[Token]:
         yield Token(run[i : i + 2], word=False)
 
 
+def _plain_word(span: str) -> bool:
+    """An ASCII word of letters, lower case after its first letter (``release``, ``Alice``):
+    the common case, whose only token is the word itself, lower-cased (tested against the
+    general rule)."""
+    return span.isascii() and span.isalpha() and (span.islower() or span[1:].islower())
+
+
 def tokenize(text: str) -> list[Token]:
     """The tokens of ``text`` in order, case-folded, before stopwords and stems."""
     normalized = unicodedata.normalize("NFKC", text)
     tokens: list[Token] = []
     for span in _SPAN.finditer(normalized):
         cjk = span.group("cjk")
-        raw = _cjk_tokens(cjk) if cjk is not None else _compound_tokens(span.group("compound"))
-        tokens.extend(Token(_fold(token.text), token.word) for token in raw)
+        if cjk is not None:
+            tokens.extend(Token(_fold(token.text), token.word) for token in _cjk_tokens(cjk))
+            continue
+        compound = span.group("compound")
+        if _plain_word(compound):  # fast path: the same token the general rule gives
+            tokens.append(Token(compound.lower(), word=True))
+            continue
+        tokens.extend(Token(_fold(token.text), token.word) for token in _compound_tokens(compound))
     return tokens
 
 

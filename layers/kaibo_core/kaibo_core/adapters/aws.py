@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, cast
 import botocore.session
 from botocore.config import Config
 
+from kaibo_core.adapters.dynamodb_wire import install_plain_item_reads
+
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
@@ -34,7 +36,9 @@ def _session() -> botocore.session.Session:
 
 @lru_cache(maxsize=1)
 def dynamodb_client() -> DynamoDBClient:
-    return cast("DynamoDBClient", _session().create_client("dynamodb", config=_CONFIG))
+    client = cast("DynamoDBClient", _session().create_client("dynamodb", config=_CONFIG))
+    install_plain_item_reads(client)
+    return client
 
 
 #: Threads for parallel DynamoDB calls of one invocation (postings reads, memory indexing);

@@ -4,16 +4,18 @@ Per term, one Query on its current-side partition, descending: the df shards
 (``sk = ~df#NN``) sort last, so they come first, then postings by impact, at most
 ``limit`` of them. With history wanted (a past ``asOf``, ``includeSuperseded``), a
 second Query reads the term's history side the same way. One more Query reads the
-corpus shards. All run at once on a shared thread pool (botocore clients are
-thread-safe), so a recall's latency is about one round trip, its cost the bounded
-reads of its own terms: never proportional to the project.
+corpus shards (reused for a minute within a container). All run at once on a shared
+thread pool (botocore clients are thread-safe), so a recall's latency is about one
+round trip, its cost the bounded reads of its own terms: never proportional to the
+project.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from kaibo_core import storage_keys
 from kaibo_core.adapters.aws import io_pool
@@ -38,17 +40,29 @@ def posting_from_item(item: dict[str, Any]) -> Posting:
     return decode_posting(item["sk"]["S"].split("#", 1)[1], item["p"]["S"])
 
 
+#: Corpus statistics (N, average length) are reused this long within a container: they
+#: move by one memory at a time and only scale BM25 slightly, so a minute-old value ranks
+#: alike, and a recall saves a request. Document frequencies are always read fresh.
+CORPUS_STATS_TTL_SECONDS: Final = 60.0
+
+
 class DynamoTermIndex:
-    def __init__(self, client: DynamoDBClient, index_table: str) -> None:
+    def __init__(
+        self, client: DynamoDBClient, index_table: str, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._client = client
         self._table = index_table
+        self._clock = clock
+        self._corpus_cache: dict[ProjectId, tuple[float, CorpusStats]] = {}
 
     def read(
         self, project: ProjectId, terms: Sequence[str], limit: int, history: bool
     ) -> tuple[list[TermRead], CorpusStats]:
         """Each term's postings (current side, and history when asked) and df; the corpus stats."""
         pool = io_pool()
-        corpus = pool.submit(self._corpus, project)
+        cached = self._corpus_cache.get(project)
+        fresh = cached is not None and self._clock() - cached[0] < CORPUS_STATS_TTL_SECONDS
+        corpus = None if fresh else pool.submit(self._corpus, project)
         current = [pool.submit(self._query, project, "c", term, limit) for term in terms]
         past = [pool.submit(self._query, project, "h", term, limit) for term in terms] if history else []
         reads: list[TermRead] = []
@@ -59,7 +73,12 @@ class DynamoTermIndex:
                 postings = postings + old
                 truncated = truncated or old_truncated
             reads.append(TermRead(term, postings, doc_freq, truncated))
-        return reads, corpus.result()
+        if corpus is None:
+            assert cached is not None
+            return reads, cached[1]
+        stats = corpus.result()
+        self._corpus_cache[project] = (self._clock(), stats)
+        return reads, stats
 
     def _query(self, project: ProjectId, side: str, term: str, limit: int) -> tuple[list[Posting], int, bool]:
         shards = DF_SHARDS if side == "c" else 0

@@ -33,7 +33,16 @@ from kaibo_core import storage_keys
 from kaibo_core.adapters.aws import io_pool
 from kaibo_core.adapters.dynamodb_values import Item, key, n, s, strings
 from kaibo_core.clock import parse_instant
-from kaibo_core.indexing import IndexPlan, TermEntry, encode_posting, index_side, memory_terms, plan_index
+from kaibo_core.indexing import (
+    DF_SHARDS,
+    IndexPlan,
+    TermEntry,
+    encode_posting,
+    index_side,
+    memory_terms,
+    plan_index,
+    shard_of,
+)
 from kaibo_core.models.memories import MemoryRecord, Posting, SourceEventRef
 from kaibo_core.storage_keys import ProjectId
 from kaibo_core.text import PIPELINE_VERSION
@@ -179,10 +188,28 @@ class DynamoMemoryStore:
         return True
 
     def index_many(self, memories: Sequence[MemoryRecord]) -> list[bool | Exception]:
-        """``index_new`` for each memory, in parallel; each result is its outcome or its error."""
-        if len(memories) == 1:
-            return [self._outcome(memories[0])]
-        return list(io_pool().map(self._outcome, memories))
+        """``index_new`` for each memory; each result is its outcome or its error.
+
+        Memories of one counter shard are indexed one after another, the shards in parallel:
+        memories of a batch share terms (their day's date terms at least), and two transactions
+        updating the same df or corpus shard item at once would cancel each other.
+        """
+        by_shard: dict[int, list[int]] = {}
+        for position, memory in enumerate(memories):
+            by_shard.setdefault(shard_of(memory.id, DF_SHARDS), []).append(position)
+        results: list[bool | Exception] = [False] * len(memories)
+
+        def index_group(positions: list[int]) -> None:
+            for position in positions:
+                results[position] = self._outcome(memories[position])
+
+        groups = list(by_shard.values())
+        if len(groups) == 1:
+            index_group(groups[0])
+        else:
+            for future in [io_pool().submit(index_group, group) for group in groups]:
+                future.result()
+        return results
 
     def _outcome(self, memory: MemoryRecord) -> bool | Exception:
         try:

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, Final, Literal, Protocol
 
 from kaibo_core.clock import Clock, format_instant, parse_instant, utc_now
@@ -75,7 +76,7 @@ class RecallParams:
     """The frozen parameters of recall (docs/recall.md, "Parameters")."""
 
     #: Postings read per term and side, strongest impact first.
-    postings_per_term: int = 400
+    postings_per_term: int = 200
     #: A question's distinct terms beyond this are ignored (first ones kept).
     max_question_terms: int = 32
     #: Memory items fetched: budget / tokens_per_fetched_item, clamped to [min_fetch, max_fetch].
@@ -228,7 +229,7 @@ def _authoritative(  # noqa: PLR0917 - the inputs of the exact rescoring
             memory.status, valid_from, _ms(memory.valid_to), memory.stream, memory.type, filters
         ):
             continue
-        text_terms = analyze(memory.content)
+        text_terms = _text_terms(memory.content)
         terms = text_terms + date_terms(memory)
         score = exact_score(Counter(terms), len(terms), weights, corpus, bm25)
         entry = _Confirmed(
@@ -237,6 +238,20 @@ def _authoritative(  # noqa: PLR0917 - the inputs of the exact rescoring
         )
         confirmed.append((-score, -valid_from, memory.id, entry))
     return [entry for *_, entry in sorted(confirmed, key=lambda item: item[:3])]
+
+
+#: Texts up to this long have their terms cached (a container recalls the same popular
+#: memories again and again); the cache holds at most ~2048 x 4 KB of text.
+_CACHED_TEXT_CHARS: Final = 4096
+
+
+@lru_cache(maxsize=2048)
+def _cached_terms(text: str) -> tuple[str, ...]:
+    return tuple(analyze(text))
+
+
+def _text_terms(text: str) -> list[str]:
+    return list(_cached_terms(text)) if len(text) <= _CACHED_TEXT_CHARS else analyze(text)
 
 
 @dataclass(frozen=True, slots=True)
