@@ -69,3 +69,40 @@ def test_given_postings_filtered_only_by_time_then_they_are_counted_for_the_abst
     )
     assert candidates == []
     assert invalid == 1
+
+
+postings_strategy = st.builds(
+    Posting,
+    memory_id=st.sampled_from([f"mem_{n}" for n in range(6)]),
+    tf=st.integers(1, 3),
+    dl=st.integers(3, 20),
+    valid_from_ms=st.sampled_from([NOW - 10, NOW, NOW + 10]),
+    valid_to_ms=st.sampled_from([None, NOW - 5, NOW, NOW + 5]),
+    stream=st.sampled_from(["s", "t"]),
+    type=st.sampled_from(["episode", "fact"]),
+    status=st.sampled_from(["provisional", "active", "superseded", "canceled", "replaced", "tombstoned"]),
+)
+filters_strategy = st.builds(
+    RecallFilters,
+    as_of_ms=st.just(NOW),
+    streams=st.none() | st.just(frozenset({"s"})),
+    types=st.none() | st.just(frozenset({"fact"})),
+    include_superseded=st.booleans(),
+)
+
+
+@given(
+    postings=st.lists(postings_strategy, max_size=8, unique_by=lambda p: p.memory_id),
+    filters=filters_strategy,
+)
+def test_given_any_postings_then_scoring_keeps_exactly_the_visible_ones(
+    postings: list[Posting], filters: RecallFilters
+) -> None:
+    # score_postings inlines ``visible`` for speed: the two must never disagree.
+    candidates, _ = score_postings({"a": postings}, {"a": 1.0}, CorpusStats(10, 100), filters)
+    expected = {
+        p.memory_id
+        for p in postings
+        if visible(p.status, p.valid_from_ms, p.valid_to_ms, p.stream, p.type, filters)
+    }
+    assert {c.memory_id for c in candidates} == expected

@@ -24,6 +24,16 @@ def format_instant(moment: datetime) -> str:
     return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
 
 
+def epoch_ms(moment: datetime) -> int:
+    """Milliseconds since the epoch (what postings and filters compare)."""
+    return int(moment.timestamp() * 1000)
+
+
+def instant_ms(text: str) -> int:
+    """``epoch_ms`` of RFC 3339 text with an offset."""
+    return epoch_ms(parse_instant(text))
+
+
 def parse_instant(text: str) -> datetime:
     """Parse RFC 3339 text with an explicit offset (``Z`` or ``+hh:mm``)."""
     moment = datetime.fromisoformat(text)

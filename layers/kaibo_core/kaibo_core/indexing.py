@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from kaibo_core.clock import parse_instant
+from kaibo_core.clock import instant_ms, parse_instant
 from kaibo_core.models.memories import CURRENT_STATUSES, HISTORICAL_STATUSES, MemoryRecord, Posting
 from kaibo_core.ranking import DEFAULT_PARAMS, Bm25Params
 from kaibo_core.text import analyze, time_terms
@@ -91,6 +91,20 @@ def memory_terms(memory: MemoryRecord) -> list[str]:
     if memory.content is None:
         raise ValueError("a memory without content has no terms")
     return analyze(memory.content) + date_terms(memory)
+
+
+def posting_of(memory: MemoryRecord, entry: TermEntry, dl: int) -> Posting:
+    """The posting of one of a memory's terms (every store writes this)."""
+    return Posting(
+        memory_id=memory.id,
+        tf=entry.tf,
+        dl=dl,
+        valid_from_ms=instant_ms(memory.valid_from),
+        valid_to_ms=None if memory.valid_to is None else instant_ms(memory.valid_to),
+        stream=memory.stream,
+        type=memory.type,
+        status=memory.status,
+    )
 
 
 def plan_index(memory_id: str, terms: Sequence[str]) -> IndexPlan:

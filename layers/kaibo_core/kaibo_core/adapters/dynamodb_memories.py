@@ -32,7 +32,6 @@ from botocore.exceptions import ClientError
 from kaibo_core import storage_keys
 from kaibo_core.adapters.aws import io_pool
 from kaibo_core.adapters.dynamodb_values import Item, key, n, s, strings
-from kaibo_core.clock import parse_instant
 from kaibo_core.indexing import (
     DF_SHARDS,
     IndexPlan,
@@ -41,9 +40,10 @@ from kaibo_core.indexing import (
     index_side,
     memory_terms,
     plan_index,
+    posting_of,
     shard_of,
 )
-from kaibo_core.models.memories import MemoryRecord, Posting, SourceEventRef
+from kaibo_core.models.memories import MemoryRecord, SourceEventRef
 from kaibo_core.storage_keys import ProjectId
 from kaibo_core.text import PIPELINE_VERSION
 
@@ -58,10 +58,6 @@ MAX_BATCH_GET_ROUNDS: Final = 8
 BATCH_GET_KEYS: Final = 100
 _BACKOFF_BASE_SECONDS: Final = 0.01
 _BACKOFF_CAP_SECONDS: Final = 0.5
-
-
-def epoch_ms(instant: str) -> int:
-    return int(parse_instant(instant).timestamp() * 1000)
 
 
 def memory_item(memory: MemoryRecord, dl: int) -> Item:
@@ -130,19 +126,9 @@ def memory_from_item(project: ProjectId, item: dict[str, Any]) -> MemoryRecord:
 
 
 def posting_item(project: ProjectId, memory: MemoryRecord, side: str, entry: TermEntry, dl: int) -> Item:
-    posting = Posting(
-        memory_id=memory.id,
-        tf=entry.tf,
-        dl=dl,
-        valid_from_ms=epoch_ms(memory.valid_from),
-        valid_to_ms=None if memory.valid_to is None else epoch_ms(memory.valid_to),
-        stream=memory.stream,
-        type=memory.type,
-        status=memory.status,
-    )
     return {
         **key(storage_keys.posting_key(project, side, entry.term, entry.impact, memory.id)),
-        "p": s(encode_posting(posting)),
+        "p": s(encode_posting(posting_of(memory, entry, dl))),
     }
 
 

@@ -11,8 +11,7 @@ import threading
 from collections.abc import Iterable, Sequence
 
 from kaibo_core.adapters.dynamodb_index import TermRead
-from kaibo_core.adapters.dynamodb_memories import epoch_ms
-from kaibo_core.indexing import index_side, memory_terms, plan_index
+from kaibo_core.indexing import index_side, memory_terms, plan_index, posting_of
 from kaibo_core.models.memories import CorpusStats, MemoryRecord, Posting
 from kaibo_core.storage_keys import ProjectId
 
@@ -37,19 +36,9 @@ class InMemoryMemoryStore:
             if (memory.project_id, memory.id) in self.memories:
                 return False
             for entry in plan.entries:
-                posting = Posting(
-                    memory_id=memory.id,
-                    tf=entry.tf,
-                    dl=plan.dl,
-                    valid_from_ms=epoch_ms(memory.valid_from),
-                    valid_to_ms=None if memory.valid_to is None else epoch_ms(memory.valid_to),
-                    stream=memory.stream,
-                    type=memory.type,
-                    status=memory.status,
-                )
                 self.postings.setdefault((memory.project_id, side, entry.term), {})[memory.id] = (
                     entry.impact,
-                    posting,
+                    posting_of(memory, entry, plan.dl),
                 )
                 df_key = (memory.project_id, entry.term)
                 self.doc_freqs[df_key] = self.doc_freqs.get(df_key, 0) + 1

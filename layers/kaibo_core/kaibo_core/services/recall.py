@@ -17,7 +17,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, Final, Literal, Protocol
 
-from kaibo_core.clock import Clock, format_instant, parse_instant, utc_now
+from kaibo_core.clock import Clock, epoch_ms, format_instant, instant_ms, parse_instant, utc_now
 from kaibo_core.errors import UnprocessableError
 from kaibo_core.indexing import date_terms
 from kaibo_core.models.api import RecallRequest
@@ -136,7 +136,7 @@ class RecallService:
         stats = RecallStats()
         now = self._clock()
         as_of = _as_of(request.asOf, now)
-        as_of_ms = int(as_of.timestamp() * 1000)
+        as_of_ms = epoch_ms(as_of)
         answer = _Answer(request.budget, format_instant(as_of))
         terms = query_terms(request.question)[: params.max_question_terms]
         stats.terms = len(terms)
@@ -148,7 +148,7 @@ class RecallService:
             types=frozenset(request.types) if request.types else None,
             include_superseded=request.includeSuperseded,
         )
-        history = request.includeSuperseded or as_of_ms < int(now.timestamp() * 1000)
+        history = request.includeSuperseded or as_of_ms < epoch_ms(now)
         reads, corpus = self._index.read(project, terms, params.postings_per_term, history)
         stats.postings_read = sum(len(r.postings) for r in reads)
         stats.truncated_terms = sum(1 for r in reads if r.truncated)
@@ -171,7 +171,7 @@ class RecallService:
             on_candidates(_candidates_event(ranked, found))
         if not ranked:
             return answer.abstain("no_match", on_candidates=None), stats
-        if max(coverage(r.terms & weights.keys(), weights) for r in ranked) < params.min_coverage:
+        if max(coverage(r.terms, weights) for r in ranked) < params.min_coverage:
             return answer.abstain("below_threshold", on_candidates=None), stats
 
         kept = _collapse(confirmed)
@@ -201,10 +201,6 @@ def _as_of(text: str | None, now: datetime) -> datetime:
         ) from exc
 
 
-def _ms(instant: str | None) -> int | None:
-    return None if instant is None else int(parse_instant(instant).timestamp() * 1000)
-
-
 def _authoritative(  # noqa: PLR0917 - the inputs of the exact rescoring
     top: Sequence[Candidate],
     found: Mapping[str, MemoryRecord],
@@ -224,10 +220,9 @@ def _authoritative(  # noqa: PLR0917 - the inputs of the exact rescoring
         memory = found.get(candidate.memory_id)
         if memory is None or memory.content is None:
             continue
-        valid_from = _ms(memory.valid_from)
-        if valid_from is None or not visible(
-            memory.status, valid_from, _ms(memory.valid_to), memory.stream, memory.type, filters
-        ):
+        valid_from = instant_ms(memory.valid_from)
+        valid_to = None if memory.valid_to is None else instant_ms(memory.valid_to)
+        if not visible(memory.status, valid_from, valid_to, memory.stream, memory.type, filters):
             continue
         text_terms = _text_terms(memory.content)
         terms = text_terms + date_terms(memory)
