@@ -6,6 +6,7 @@
 #   make bench    benchmarks (tables, not tests): bench/remember.py; QUICK=1 for a short run
 #   make bench-recall-quality   recall quality on LoCoMo next to a BM25 reference (bench/recall_quality.py)
 #   make bench-recall-cost  recall's reads, read units, CPU and hit rate at 1k/10k/100k memories (QUICK=1, PROFILE=1)
+#   make bench-structuring  structuring quality (scenarios, LoCoMo) and cost per event (bench/structuring_eval.py; QUICK=1)
 #   make build    sam build, no container (python3.11 on PATH)
 #   make deploy   sam deploy --guided
 #   make clean    remove the environments and build output
@@ -64,6 +65,11 @@ bench-recall-quality: $(VENV)/.bench-installed
 .PHONY: bench-recall-cost
 bench-recall-cost: venv
 	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) bench/recall_cost.py $(if $(QUICK),--quick,) $(if $(PROFILE),--profile,) $(BENCH_ARGS)
+
+# Structuring quality (labelled scenarios, LoCoMo) and cost (CPU, write units, wait latency); QUICK=1 for a short run.
+.PHONY: bench-structuring
+bench-structuring: $(VENV)/.bench-installed
+	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) bench/structuring_eval.py $(if $(QUICK),--quick,) $(BENCH_ARGS)
 
 build: tools
 	PATH="$(CURDIR)/$(TOOLS)/bin:$$PATH" sam build

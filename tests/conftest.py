@@ -29,6 +29,8 @@ class AwsStack:
     dynamodb: Any
     admin_key: str
     admin_key_hash: str
+    queues: dict[str, str]
+    sqs: Any
 
     def function_env(self) -> dict[str, str]:
         return {
@@ -39,6 +41,8 @@ class AwsStack:
             "KAIBO_PROJECTS_TABLE": self.tables["ProjectsTable"],
             "KAIBO_MEMORIES_TABLE": self.tables["MemoriesTable"],
             "KAIBO_INDEX_TABLE": self.tables["TermIndexTable"],
+            "KAIBO_JOBS_TABLE": self.tables["JobsTable"],
+            "KAIBO_STRUCTURING_QUEUE_URL": self.queues["StructuringQueue"],
             "KAIBO_ADMIN_KEY_HASH": self.admin_key_hash,
         }
 
@@ -49,6 +53,7 @@ def aws_stack() -> Iterator[AwsStack]:
     from kaibo_core.api_keys import issue_admin_key
     from kaibo_local.emulator import start_emulator
     from kaibo_local.template import create_tables, load_template
+    from kaibo_local.workers import create_queues
 
     with start_emulator() as emulator:
         client = boto3.client(
@@ -59,21 +64,31 @@ def aws_stack() -> Iterator[AwsStack]:
             aws_secret_access_key="testing",
             config=Config(retries={"max_attempts": 1}),
         )
-        tables = create_tables(client, load_template(), secrets.token_hex(4))
+        sqs = boto3.client(
+            "sqs",
+            endpoint_url=emulator.endpoint_url,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+        suffix = secrets.token_hex(4)
+        template = load_template()
+        tables = create_tables(client, template, suffix)
+        queues = create_queues(sqs, template, suffix)
         admin_key, admin_hash = issue_admin_key()
-        yield AwsStack(emulator.endpoint_url, tables, client, admin_key, admin_hash)
+        yield AwsStack(emulator.endpoint_url, tables, client, admin_key, admin_hash, queues, sqs)
 
 
 @pytest.fixture
 def handler_env(aws_stack: AwsStack, monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsStack]:
     """Environment of a deployed function, pointed at the emulator; per-container caches cleared."""
-    from kaibo_core.adapters.aws import dynamodb_client
+    from kaibo_core.adapters.aws import dynamodb_client, sqs_client
     from kaibo_core.settings import get_settings
 
     for name, value in aws_stack.function_env().items():
         monkeypatch.setenv(name, value)
-    get_settings.cache_clear()
-    dynamodb_client.cache_clear()
+    for cache in (get_settings, dynamodb_client, sqs_client):
+        cache.cache_clear()
     yield aws_stack
-    get_settings.cache_clear()
-    dynamodb_client.cache_clear()
+    for cache in (get_settings, dynamodb_client, sqs_client):
+        cache.cache_clear()

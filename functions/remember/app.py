@@ -6,30 +6,78 @@
 from functools import lru_cache
 from typing import Annotated, Any
 
+from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from kaibo_core.adapters.aws import dynamodb_client
+from kaibo_core.adapters.aws import dynamodb_client, sqs_client
 from kaibo_core.adapters.dynamodb_events import DynamoEventStore
+from kaibo_core.adapters.dynamodb_jobs import DynamoJobStore
 from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore
+from kaibo_core.adapters.sqs_jobs import SqsJobQueue
 from kaibo_core.http import ERROR_RESPONSES, create_resolver, principal, resolve
-from kaibo_core.models.api import EventReceipt, ProvisionalMemoryOut, RememberRequest, RememberResponse
+from kaibo_core.models.api import (
+    EventReceipt,
+    JobOut,
+    ProvisionalMemoryOut,
+    RememberRequest,
+    RememberResponse,
+)
+from kaibo_core.models.memories import MemoryRecord
 from kaibo_core.observability import logger, metrics
-from kaibo_core.services.remember import RememberService
+from kaibo_core.services.jobs import JobsService
+from kaibo_core.services.remember import RememberOutcome, RememberService
 from kaibo_core.settings import get_settings
 
 app = create_resolver()
 
 
 @lru_cache(maxsize=1)
-def service() -> RememberService:
+def stores() -> tuple[DynamoJobStore, DynamoMemoryStore]:
     settings = get_settings()
     client = dynamodb_client()
-    return RememberService(
-        DynamoEventStore(client, settings.events_table, settings.idempotency_table),
-        memories=DynamoMemoryStore(client, settings.memories_table, settings.index_table),
+    return (
+        DynamoJobStore(client, settings.jobs_table),
+        DynamoMemoryStore(client, settings.memories_table, settings.index_table),
     )
+
+
+@lru_cache(maxsize=1)
+def service() -> RememberService:
+    settings = get_settings()
+    jobs, memories = stores()
+    return RememberService(
+        DynamoEventStore(dynamodb_client(), settings.events_table, settings.idempotency_table, jobs=jobs),
+        memories=memories,
+        jobs=SqsJobQueue(sqs_client(), settings.structuring_queue_url),
+    )
+
+
+def _memories_out(memories: list[MemoryRecord]) -> list[ProvisionalMemoryOut]:
+    return [
+        ProvisionalMemoryOut(id=m.id, status=m.status, type=m.type, content=m.content or "") for m in memories
+    ]
+
+
+def _waited(
+    project: Any, outcome: RememberOutcome, body: RememberResponse
+) -> RememberResponse | Response[Any]:
+    """``wait: true``: 200 with the structured memories once the job is done, else 202 as usual."""
+    if outcome.job_id is None:
+        return body
+    jobs, memories = stores()
+    job = JobsService(jobs).wait(project, outcome.job_id, get_settings().wait_seconds)
+    if job is None:
+        current = jobs.get(project, outcome.job_id)
+        body.job = None if current is None else JobOut.model_validate(current.as_served())
+        return body
+    body.job = JobOut.model_validate(job.as_served())
+    if job.status != "done":
+        return body
+    found = memories.get_many(project, job.memory_ids)
+    body.memories = _memories_out([found[m] for m in job.memory_ids if m in found])
+    return Response(status_code=200, content_type="application/json", body=body.model_dump(mode="json"))
 
 
 @app.post(
@@ -39,11 +87,16 @@ def service() -> RememberService:
     responses={**ERROR_RESPONSES, 202: {"description": "Events appended or replayed"}},
 )
 def remember(request: Annotated[RememberRequest, Body()]) -> RememberResponse:
+    # With wait: true the answer may be a 200 (a Response); Powertools passes it through.
     project = principal(app).project_with_scope("write")
     outcome = service().remember(project, request)
     metrics.add_metric("EventsAppended", MetricUnit.Count, outcome.appended)
     metrics.add_metric("EventsReplayed", MetricUnit.Count, outcome.replays)
     metrics.add_metric("HeadConflicts", MetricUnit.Count, outcome.head_conflicts)
+    if outcome.enqueue_failure is not None:
+        # The job exists (it was written with the events): the sweeper re-queues it.
+        metrics.add_metric("JobEnqueueFailures", MetricUnit.Count, 1)
+        logger.error("job message not sent", extra={"error": type(outcome.enqueue_failure).__name__})
     if outcome.index_failures:
         # The events are stored and acknowledged; a replay of the same keys completes the index.
         metrics.add_metric("ProvisionalIndexFailures", MetricUnit.Count, len(outcome.index_failures))
@@ -63,7 +116,8 @@ def remember(request: Annotated[RememberRequest, Body()]) -> RememberResponse:
             "memories": len(outcome.memories),
         },
     )
-    return RememberResponse(
+    body = RememberResponse(
+        jobId=outcome.job_id,
         events=[
             EventReceipt(
                 id=e.record.id,
@@ -76,11 +130,9 @@ def remember(request: Annotated[RememberRequest, Body()]) -> RememberResponse:
             )
             for e in outcome.events
         ],
-        memories=[
-            ProvisionalMemoryOut(id=m.id, status=m.status, type=m.type, content=m.content or "")
-            for m in outcome.memories
-        ],
+        memories=_memories_out(outcome.memories),
     )
+    return _waited(project, outcome, body) if request.wait else body  # type: ignore[return-value]
 
 
 @logger.inject_lambda_context(log_event=False)

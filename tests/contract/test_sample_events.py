@@ -26,7 +26,7 @@ import pytest
 from botocore.config import Config
 
 from kaibo_core import api_keys
-from kaibo_core.adapters.aws import dynamodb_client
+from kaibo_core.adapters.aws import dynamodb_client, sqs_client
 from kaibo_core.adapters.dynamodb_projects import DynamoProjectStore
 from kaibo_core.models.api import CreateProjectResponse
 from kaibo_core.services.admin import AdminService
@@ -43,6 +43,7 @@ from kaibo_local.template import (
     load_template,
     resolve_environment,
 )
+from kaibo_local.workers import create_queues
 
 EVENTS_DIR = REPO_ROOT / "events"
 TEMPLATE = load_template()
@@ -61,7 +62,11 @@ EXPECTED_STATUS: dict[str, int] = {
     "recall.json": 200,  # after remember.json: the release-target memory, cited
     "recall-stream.json": 200,  # the same, as server-sent events (candidates, packed, final)
     "get-memory.json": 200,  # after remember.json: its first provisional memory (id patched in)
+    "explain.json": 200,  # after remember.json: the chain of its first memory (id patched in)
+    "get-job.json": 200,  # after remember.json: its structuring job (id patched in)
 }
+#: Samples of the queue and schedule triggers (not proxy events): structure a job, sweep.
+TRIGGER_SAMPLES = {"structure-jobs.json", "sweep.json"}
 #: Error code of each sample expected to fail.
 EXPECTED_ERROR_CODE: dict[str, str] = {"remember-invalid.json": "unknown_kind"}
 #: TOKEN authorizer samples (no status): Allow + context for a live key, Exception("Unauthorized")
@@ -137,7 +142,7 @@ class Reply:
 class LocalStack:
     """The template's tables in the emulator, and its functions invoked in-process."""
 
-    tables: dict[str, str]
+    tables: dict[str, str]  # and queue URLs: every resource's Ref value by logical id
     admin_key: str
     admin_key_hash: str
     dynamodb: Any
@@ -162,9 +167,10 @@ class LocalStack:
         module = importlib.import_module(spec.qualified_module)
         get_settings.cache_clear()
         dynamodb_client.cache_clear()
-        service = getattr(module, "service", None)
-        if service is not None:
-            service.cache_clear()
+        sqs_client.cache_clear()
+        for cached in ("service", "stores", "jobs"):
+            if hasattr(module, cached):
+                getattr(module, cached).cache_clear()
         handler: Callable[[dict[str, Any], Any], Any] = getattr(module, spec.handler_name)
         return handler(copy.deepcopy(event), FakeLambdaContext(function_name=f"kaibo-{spec.logical_id}"))
 
@@ -210,9 +216,11 @@ def stack(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Iterator[Local
         region_name=REGION,
         config=Config(retries={"max_attempts": 1}),
     )
-    tables = create_tables(client, TEMPLATE, secrets.token_hex(6))
+    sqs = boto3.client("sqs", endpoint_url=emulator.endpoint_url, region_name=REGION)
+    suffix = secrets.token_hex(6)
+    resources = {**create_tables(client, TEMPLATE, suffix), **create_queues(sqs, TEMPLATE, suffix)}
     admin_key, admin_key_hash = api_keys.issue_admin_key()
-    yield LocalStack(tables, admin_key, admin_key_hash, client, monkeypatch)
+    yield LocalStack(resources, admin_key, admin_key_hash, client, monkeypatch)
     get_settings.cache_clear()
     dynamodb_client.cache_clear()
 
@@ -231,6 +239,20 @@ def _memory_exists(stack: LocalStack, event: dict[str, Any]) -> dict[str, Any]:
     return with_path_parameter(event, "memory_id", remembered.body["memories"][0]["id"])
 
 
+def _explainable_memory(stack: LocalStack, event: dict[str, Any]) -> dict[str, Any]:
+    remembered = stack.invoke(load_event("remember.json"))
+    assert remembered.status == 202
+    patched = copy.deepcopy(event)
+    patched["body"] = json.dumps({"memoryId": remembered.body["memories"][0]["id"]})
+    return patched
+
+
+def _job_exists(stack: LocalStack, event: dict[str, Any]) -> dict[str, Any]:
+    remembered = stack.invoke(load_event("remember.json"))
+    assert remembered.status == 202
+    return with_path_parameter(event, "job_id", remembered.body["jobId"])
+
+
 def _project_exists(stack: LocalStack, event: dict[str, Any]) -> dict[str, Any]:
     return with_path_parameter(event, "project_id", stack.create_project().projectId)
 
@@ -247,6 +269,8 @@ PREPARE: dict[str, Callable[[LocalStack, dict[str, Any]], dict[str, Any]]] = {
     "recall.json": _remember_first,
     "recall-stream.json": _remember_first,
     "get-memory.json": _memory_exists,
+    "explain.json": _explainable_memory,
+    "get-job.json": _job_exists,
 }
 
 
@@ -268,7 +292,7 @@ def assert_error_shape(reply: Reply, code: str | None = None) -> None:
 
 def test_given_events_dir_then_every_sample_has_an_expected_outcome() -> None:
     on_disk = {path.name for path in EVENTS_DIR.glob("*.json")}
-    documented = set(EXPECTED_STATUS) | AUTHORIZER_SAMPLES
+    documented = set(EXPECTED_STATUS) | AUTHORIZER_SAMPLES | TRIGGER_SAMPLES
     assert on_disk - documented == set(), "samples without an expected outcome (add them to EXPECTED_STATUS)"
     assert documented - on_disk == set(), "expected outcomes of samples that do not exist"
     assert set(PREPARE) <= set(EXPECTED_STATUS)
@@ -465,3 +489,36 @@ def test_given_the_authorizers_answer_when_passed_on_then_the_handler_serves_tha
     assert remembered.status == 202
     assert [s["stream"] for s in listed.body["streams"]] == ["chat-42"]
     assert sample_project.body["streams"] == [], "another project's streams leaked"
+
+
+# --- Queue and schedule samples ------------------------------------------------------------------------
+
+
+def test_given_the_structure_sample_with_a_real_job_then_the_batch_succeeds_and_the_job_is_done(
+    stack: LocalStack,
+) -> None:
+    remembered = stack.invoke(load_event("remember.json"))
+    job_id = remembered.body["jobId"]
+    project = load_event("remember.json")["requestContext"]["authorizer"]["projectId"]
+    event = load_event("structure-jobs.json")
+    event["Records"][0]["body"] = json.dumps({"v": 1, "projectId": project, "jobId": job_id})
+    result = stack.invoke_function(SPECS["StructureFunction"], event)
+    assert result == {"batchItemFailures": []}
+    job = stack.invoke(with_path_parameter(load_event("get-job.json"), "job_id", job_id))
+    assert job.body["status"] == "done"
+    assert len(job.body["memoryIds"]) >= 2  # one or more memories per remembered event
+
+
+def test_given_the_sample_job_that_exists_nowhere_then_the_structure_function_acks_it(
+    stack: LocalStack,
+) -> None:
+    """An unknown job is not retried forever: there is nothing to structure."""
+    result = stack.invoke_function(SPECS["StructureFunction"], load_event("structure-jobs.json"))
+    assert result == {"batchItemFailures": []}
+
+
+def test_given_the_schedule_sample_then_the_sweeper_runs_and_reports_what_it_requeued(
+    stack: LocalStack,
+) -> None:
+    result = stack.invoke_function(SPECS["SweeperFunction"], load_event("sweep.json"))
+    assert result == {"pending": 0, "requeued": 0}

@@ -43,6 +43,8 @@ EXPECTED_ROUTES: dict[tuple[str, str], str] = {
     ("GET", "/v1/streams/{stream}/events"): "EventsFunction",
     ("POST", "/v1/recall"): "RecallFunction",
     ("GET", "/v1/memories/{memory_id}"): "MemoriesFunction",
+    ("POST", "/v1/explain"): "MemoriesFunction",
+    ("GET", "/v1/jobs/{job_id}"): "MemoriesFunction",
 }
 
 #: Function → the exact (action, resource) pairs it is allowed; resources as "Table" or
@@ -63,12 +65,36 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
         ("dynamodb:BatchGetItem", "MemoriesTable"),
         ("dynamodb:PutItem", "TermIndexTable"),
         ("dynamodb:UpdateItem", "TermIndexTable"),
+        ("dynamodb:PutItem", "JobsTable"),
+        ("dynamodb:GetItem", "JobsTable"),
+        ("sqs:SendMessage", "StructuringQueue"),
     },
     "RecallFunction": {
         ("dynamodb:Query", "TermIndexTable"),
         ("dynamodb:BatchGetItem", "MemoriesTable"),
     },
-    "MemoriesFunction": {("dynamodb:GetItem", "MemoriesTable")},
+    "MemoriesFunction": {
+        ("dynamodb:GetItem", "MemoriesTable"),
+        ("dynamodb:BatchGetItem", "MemoriesTable"),
+        ("dynamodb:GetItem", "JobsTable"),
+    },
+    "StructureFunction": {
+        ("dynamodb:BatchGetItem", "EventsTable"),
+        ("dynamodb:GetItem", "MemoriesTable"),
+        ("dynamodb:BatchGetItem", "MemoriesTable"),
+        ("dynamodb:PutItem", "MemoriesTable"),
+        ("dynamodb:UpdateItem", "MemoriesTable"),
+        ("dynamodb:Query", "TermIndexTable"),
+        ("dynamodb:PutItem", "TermIndexTable"),
+        ("dynamodb:UpdateItem", "TermIndexTable"),
+        ("dynamodb:DeleteItem", "TermIndexTable"),
+        ("dynamodb:UpdateItem", "JobsTable"),
+        ("bedrock:InvokeModel", "foundation-model/${BedrockModelId}"),
+    },
+    "SweeperFunction": {
+        ("dynamodb:Query", "JobsTable/index/PendingJobs"),
+        ("sqs:SendMessage", "StructuringQueue"),
+    },
     "EventsFunction": {
         ("dynamodb:Query", "EventsTable"),
         ("dynamodb:Query", "EventsTable/index/StreamHeads"),
@@ -111,6 +137,7 @@ EXPECTED_TABLE_KEYS: dict[str, list[tuple[str, str, str]]] = {
     "ProjectsTable": [("pk", "S", "HASH")],
     "MemoriesTable": [("pk", "S", "HASH")],
     "TermIndexTable": [("pk", "S", "HASH"), ("sk", "S", "RANGE")],
+    "JobsTable": [("pk", "S", "HASH")],
 }
 
 
@@ -124,12 +151,19 @@ def function_ids(template: Mapping[str, Any]) -> list[str]:
 
 
 def resource_name(resource: Any) -> str:
-    """``!GetAtt T.Arn`` → "T"; ``!Sub "${T.Arn}/index/I"`` → "T/index/I"; anything else fails."""
+    """``!GetAtt T.Arn`` → "T"; ``!Sub "${T.Arn}/index/I"`` → "T/index/I"; the one Bedrock model
+    ARN → "foundation-model/${Param}"; anything else fails."""
     if isinstance(resource, dict) and "Fn::GetAtt" in resource:
         table, attribute = resource["Fn::GetAtt"]
         assert attribute == "Arn", resource
         return str(table)
     if isinstance(resource, dict) and isinstance(resource.get("Fn::Sub"), str):
+        model = re.fullmatch(
+            r"arn:\$\{AWS::Partition\}:bedrock:\$\{AWS::Region\}::(foundation-model/\$\{\w+\})",
+            resource["Fn::Sub"],
+        )
+        if model:
+            return model.group(1)
         match = re.fullmatch(r"\$\{(\w+)\.Arn\}(/index/\w+)", resource["Fn::Sub"])
         assert match, f"unexpected resource {resource}"
         return match.group(1) + match.group(2)
@@ -369,6 +403,7 @@ def test_given_every_function_then_it_finds_its_tables_and_powertools_settings(
         assert env["KAIBO_PROJECTS_TABLE"] == {"Ref": "ProjectsTable"}, spec.logical_id
         assert env["KAIBO_MEMORIES_TABLE"] == {"Ref": "MemoriesTable"}, spec.logical_id
         assert env["KAIBO_INDEX_TABLE"] == {"Ref": "TermIndexTable"}, spec.logical_id
+        assert env["KAIBO_JOBS_TABLE"] == {"Ref": "JobsTable"}, spec.logical_id
         assert env["POWERTOOLS_SERVICE_NAME"] == "kaibo"
         assert env["POWERTOOLS_METRICS_NAMESPACE"] == "Kaibo"
         assert env["POWERTOOLS_LOG_LEVEL"] == env["LOG_LEVEL"] == {"Ref": "LogLevel"}

@@ -153,13 +153,14 @@ def test_given_remembered_events_then_recall_answers_over_http_as_json_and_as_a_
             message("r1", "Move the release target from July 13 to July 17"),
             message("r2", "Lunch is on Friday"),
         ],
+        wait=True,  # structured before we ask: the ids below are the structured memories'
     )
-    memory_id = remembered["memories"][0]["id"]
-
+    assert remembered["job"]["status"] == "done"
     answer = client.recall("When is the release target?", budget=100)
-    assert [item["memoryId"] for item in answer["items"]] == [memory_id]
+    memory_id = answer["items"][0]["memoryId"]
+    assert memory_id in remembered["job"]["memoryIds"]
     assert answer["items"][0]["citations"][0]["hash"] == remembered["events"][0]["hash"]
-    assert client.memory(memory_id)["status"] == "provisional"
+    assert client.memory(memory_id)["status"] == "active"
 
     streamed = list(client.recall_stream("When is the release target?", budget=100, as_of=answer["asOf"]))
     assert [name for name, _ in streamed] == ["candidates", "packed", "final"]
@@ -171,11 +172,57 @@ def test_given_remembered_events_then_recall_answers_over_http_as_json_and_as_a_
     assert cli.returncode == 0, cli.stderr
     assert json.loads(cli.stdout)["items"][0]["memoryId"] == memory_id
     shown = kaibo_cli(stack, "memory", memory_id, api_key=project["apiKey"])
-    assert json.loads(shown.stdout)["content"] == "Move the release target from July 13 to July 17"
+    assert "July 17" in json.loads(shown.stdout)["content"]
 
     unknown = client.recall("Who won the chess tournament?")
     assert unknown["items"] == []
     assert unknown["abstain"]["abstained"] is True
+
+
+def test_given_a_correction_then_the_old_fact_is_superseded_and_explain_shows_the_chain(
+    stack: RunningStack,
+) -> None:
+    project = new_project(stack, "e2e-structuring")
+    client = KaiboClient(stack.endpoint, project["apiKey"])
+    first = client.remember(
+        "planning",
+        [{**message("s1", "The release target is July 13."), "occurredAt": "2026-06-01T09:00:00Z"}],
+        wait=True,
+    )
+    second = client.remember(
+        "planning",
+        [
+            {
+                **message("s2", "Move the release target from July 13 to July 17."),
+                "occurredAt": "2026-06-02T09:30:00Z",
+            }
+        ],
+        wait=True,
+    )
+    assert first["job"]["status"] == second["job"]["status"] == "done"
+    (old_fact,) = first["job"]["memoryIds"]
+    assert client.memory(old_fact)["status"] == "superseded"
+    assert client.memory(old_fact)["validTo"] == "2026-06-02T09:30:00.000Z"
+    (newer,) = client.memory(old_fact)["supersededBy"]
+    assert newer in second["job"]["memoryIds"]
+    assert "July 17, 2026" in client.memory(newer)["content"]
+
+    answer = client.recall("When is the release target?", budget=200)
+    assert "July 17" in answer["items"][0]["text"]
+    assert old_fact not in [item["memoryId"] for item in answer["items"]]
+    past = client.recall("When is the release target?", budget=200, as_of="2026-06-01T12:00:00Z")
+    assert [item["memoryId"] for item in past["items"]] == [old_fact]
+
+    chain = client.explain(answer["items"][0] if answer["items"][0]["memoryId"] == newer else newer)["chain"]
+    structured = [v["memoryId"] for v in chain if v["status"] != "replaced"]
+    assert structured[0] == old_fact
+    assert structured[-1] == newer
+    assert chain[-1]["sourceEvents"][0]["seq"] == 2
+    job = kaibo_cli(stack, "job", second["jobId"], api_key=project["apiKey"])
+    assert json.loads(job.stdout)["status"] == "done"
+    explained = kaibo_cli(stack, "explain", newer, api_key=project["apiKey"])
+    assert explained.returncode == 0, explained.stderr
+    assert json.loads(explained.stdout)["chain"][-1]["memoryId"] == newer
 
 
 def test_given_a_tampered_item_in_the_emulator_then_verify_fails_naming_the_seq(stack: RunningStack) -> None:

@@ -28,8 +28,9 @@ class Reply:
 
 def handler_module(name: str) -> ModuleType:
     module = importlib.import_module(f"functions.{name}.app")
-    if hasattr(module, "service"):
-        module.service.cache_clear()
+    for cached in ("service", "stores", "jobs"):
+        if hasattr(module, cached):
+            getattr(module, cached).cache_clear()
     return module
 
 

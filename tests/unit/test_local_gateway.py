@@ -159,6 +159,8 @@ def test_given_the_template_then_the_routes_under_test_are_all_of_its_api_events
         ("GET", "/v1/streams/{stream}/events"),
         ("POST", "/v1/recall"),
         ("GET", "/v1/memories/{memory_id}"),
+        ("POST", "/v1/explain"),
+        ("GET", "/v1/jobs/{job_id}"),
     }
 
 

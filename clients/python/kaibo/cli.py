@@ -47,6 +47,22 @@ def _global_options(default: Any) -> argparse.ArgumentParser:
     return parent
 
 
+def _add_memory_commands(commands: Any, subparser_globals: argparse.ArgumentParser) -> None:
+    memory = commands.add_parser("memory", parents=[subparser_globals], help="one memory by id, as JSON")
+    memory.add_argument("memory_id")
+    memory.set_defaults(handler=_memory)
+
+    explain = commands.add_parser(
+        "explain", parents=[subparser_globals], help="why a memory is believed: its versions, oldest first"
+    )
+    explain.add_argument("memory_id")
+    explain.set_defaults(handler=_explain)
+
+    job = commands.add_parser("job", parents=[subparser_globals], help="a structuring job's status, as JSON")
+    job.add_argument("job_id")
+    job.set_defaults(handler=_job)
+
+
 def build_parser() -> argparse.ArgumentParser:
     # The connection options work before or after the command; values are never
     # shown as defaults in --help (they may be keys).
@@ -116,9 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     recall.add_argument("--include-superseded", action="store_true", help="also ended memories (audits)")
     recall.set_defaults(handler=_recall)
 
-    memory = commands.add_parser("memory", parents=[subparser_globals], help="one memory by id, as JSON")
-    memory.add_argument("memory_id")
-    memory.set_defaults(handler=_memory)
+    _add_memory_commands(commands, subparser_globals)
 
     verify = commands.add_parser(
         "verify", parents=[subparser_globals], help="recompute the hash chains (all streams, or one)"
@@ -285,6 +299,16 @@ def _recall(args: argparse.Namespace) -> int:
 
 def _memory(args: argparse.Namespace) -> int:
     _print_json(_client(args).memory(args.memory_id))
+    return EXIT_OK
+
+
+def _explain(args: argparse.Namespace) -> int:
+    _print_json(_client(args).explain(args.memory_id))
+    return EXIT_OK
+
+
+def _job(args: argparse.Namespace) -> int:
+    _print_json(_client(args).job(args.job_id))
     return EXIT_OK
 
 

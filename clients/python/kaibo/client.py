@@ -348,6 +348,15 @@ class KaiboClient:
         """GET /v1/memories/{id}: one memory."""
         return self._object("GET", f"/v1/memories/{urllib.parse.quote(memory_id, safe='')}")
 
+    def explain(self, memory: str | Mapping[str, Any]) -> dict[str, Any]:
+        """POST /v1/explain: the versions that led to a memory (an id, or a recalled item), oldest first."""
+        memory_id = memory if isinstance(memory, str) else str(memory.get("memoryId") or memory.get("id"))
+        return self._object("POST", "/v1/explain", {"memoryId": memory_id})
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        """GET /v1/jobs/{id}: a structuring job (queued, structuring, done or failed)."""
+        return self._object("GET", f"/v1/jobs/{urllib.parse.quote(job_id, safe='')}")
+
     # -- event log (verify) --------------------------------------------------------------------
 
     def streams(self) -> Generator[dict[str, Any], None, None]:

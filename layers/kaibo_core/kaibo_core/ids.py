@@ -31,3 +31,7 @@ def event_id() -> str:
 
 def project_id() -> str:
     return new_id("prj")
+
+
+def job_id() -> str:
+    return new_id("job")

@@ -25,7 +25,13 @@ from dataclasses import dataclass
 from typing import Final
 
 from kaibo_core.clock import instant_ms, parse_instant
-from kaibo_core.models.memories import CURRENT_STATUSES, HISTORICAL_STATUSES, MemoryRecord, Posting
+from kaibo_core.models.memories import (
+    CURRENT_STATUSES,
+    HISTORICAL_STATUSES,
+    STAGED,
+    MemoryRecord,
+    Posting,
+)
 from kaibo_core.ranking import DEFAULT_PARAMS, Bm25Params
 from kaibo_core.text import analyze, time_terms
 
@@ -79,6 +85,16 @@ def index_side(status: str) -> str | None:
     return None
 
 
+def effective_status(memory: MemoryRecord) -> str:
+    """A memory's status, or for a staged one the status it will take."""
+    return memory.becomes if memory.status == STAGED and memory.becomes else memory.status
+
+
+def memory_side(memory: MemoryRecord) -> str | None:
+    """Which postings side ``memory`` is indexed on (a staged memory: where it will live)."""
+    return index_side(effective_status(memory))
+
+
 def date_terms(memory: MemoryRecord) -> list[str]:
     """The terms of the date a memory became valid (UTC; kaibo_core.text.time_terms)."""
     moment = parse_instant(memory.valid_from)
@@ -94,7 +110,12 @@ def memory_terms(memory: MemoryRecord) -> list[str]:
 
 
 def posting_of(memory: MemoryRecord, entry: TermEntry, dl: int) -> Posting:
-    """The posting of one of a memory's terms (every store writes this)."""
+    """The posting of one of a memory's terms (every store writes this).
+
+    A staged memory's postings already carry the status it will have: the memory item,
+    not the posting, decides whether it is visible.
+    """
+    status = effective_status(memory)
     return Posting(
         memory_id=memory.id,
         tf=entry.tf,
@@ -103,7 +124,7 @@ def posting_of(memory: MemoryRecord, entry: TermEntry, dl: int) -> Posting:
         valid_to_ms=None if memory.valid_to is None else instant_ms(memory.valid_to),
         stream=memory.stream,
         type=memory.type,
-        status=memory.status,
+        status=status,
     )
 
 

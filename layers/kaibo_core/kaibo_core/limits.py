@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 #: DynamoDB: one transaction holds at most 100 actions. remember writes, per
-#: event, its idempotency key and the event item, plus one stream-head write.
+#: event, its idempotency key and the event item, plus the stream head and the job.
 DYNAMODB_MAX_TRANSACTION_ACTIONS = 100
-MAX_EVENTS_PER_BATCH = (DYNAMODB_MAX_TRANSACTION_ACTIONS - 1) // 2  # 49
+MAX_EVENTS_PER_BATCH = (DYNAMODB_MAX_TRANSACTION_ACTIONS - 2) // 2  # 49
 
 #: DynamoDB: an item holds at most 400 KB; a transaction at most 4 MB.
 DYNAMODB_MAX_ITEM_BYTES = 400 * 1024

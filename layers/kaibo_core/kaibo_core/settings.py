@@ -19,6 +19,15 @@ class Settings(BaseModel):
     memories_table: str = ""
     index_table: str = ""
     admin_key_hash: str = ""
+    jobs_table: str = ""
+    structuring_queue_url: str = ""
+    #: ``rules`` (default, offline) or ``bedrock`` (docs/structuring-bedrock.md).
+    structurer: str = "rules"
+    bedrock_model_id: str = ""
+    #: remember with ``wait: true`` waits at most this long for its job (then answers 202).
+    wait_seconds: float = Field(default=10.0, gt=0, le=25)
+    #: The sweeper re-queues jobs still unfinished this long after remember.
+    sweep_after_seconds: int = Field(default=120, ge=1)
 
     @classmethod
     def from_environ(cls, environ: dict[str, str] | None = None) -> Settings:
@@ -30,6 +39,12 @@ class Settings(BaseModel):
             memories_table=env.get("KAIBO_MEMORIES_TABLE", ""),
             index_table=env.get("KAIBO_INDEX_TABLE", ""),
             admin_key_hash=env.get("KAIBO_ADMIN_KEY_HASH", ""),
+            jobs_table=env.get("KAIBO_JOBS_TABLE", ""),
+            structuring_queue_url=env.get("KAIBO_STRUCTURING_QUEUE_URL", ""),
+            structurer=env.get("KAIBO_STRUCTURER", "rules") or "rules",
+            bedrock_model_id=env.get("KAIBO_BEDROCK_MODEL_ID", ""),
+            wait_seconds=float(env.get("KAIBO_WAIT_SECONDS", "10") or 10),
+            sweep_after_seconds=int(env.get("KAIBO_SWEEP_AFTER_SECONDS", "120") or 120),
         )
 
 

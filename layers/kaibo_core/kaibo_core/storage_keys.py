@@ -80,3 +80,20 @@ def corpus_pk(project: ProjectId) -> str:
 
 def corpus_key(project: ProjectId, shard: int) -> dict[str, str]:
     return {"pk": corpus_pk(project), "sk": f"{shard:02d}"}
+
+
+# --- structuring jobs -------------------------------------------------------------------------
+
+
+def job_key(project: ProjectId, job_id: str) -> dict[str, str]:
+    return {"pk": f"{project}#{job_id}"}
+
+
+#: Unfinished jobs are listed by a sparse index spread over this many partitions (the
+#: sweeper reads each), so that no single partition takes every remember's write.
+PENDING_JOB_SHARDS = 4
+
+
+def pending_jobs_partition(shard: int) -> str:
+    """Partition key of the PendingJobs index (only jobs not yet done or failed carry it)."""
+    return f"pending#{shard}"

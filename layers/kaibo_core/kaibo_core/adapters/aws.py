@@ -20,6 +20,7 @@ from kaibo_core.adapters.dynamodb_wire import install_plain_item_reads
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_sqs import SQSClient
 
 _CONFIG = Config(
     retries={"mode": "standard", "max_attempts": 3},
@@ -39,6 +40,11 @@ def dynamodb_client() -> DynamoDBClient:
     client = cast("DynamoDBClient", _session().create_client("dynamodb", config=_CONFIG))
     install_plain_item_reads(client)
     return client
+
+
+@lru_cache(maxsize=1)
+def sqs_client() -> SQSClient:
+    return cast("SQSClient", _session().create_client("sqs", config=_CONFIG))
 
 
 #: Threads for parallel DynamoDB calls of one invocation (postings reads, memory indexing);

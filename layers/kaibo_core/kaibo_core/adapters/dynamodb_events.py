@@ -22,10 +22,12 @@ from botocore.exceptions import ClientError
 
 from kaibo_core import storage_keys
 from kaibo_core.adapters import dynamodb_values as values
+from kaibo_core.adapters.dynamodb_jobs import DynamoJobStore
 from kaibo_core.adapters.dynamodb_values import Item
 from kaibo_core.errors import PayloadTooLargeError
 from kaibo_core.limits import DYNAMODB_MAX_ITEM_BYTES, DYNAMODB_MAX_TRANSACTION_BYTES
 from kaibo_core.models.events import AppendConflictError, EventRecord, IdempotencyClaim, StreamHead
+from kaibo_core.models.jobs import JobRecord
 from kaibo_core.storage_keys import ProjectId
 
 if TYPE_CHECKING:
@@ -58,7 +60,19 @@ def event_item(record: EventRecord) -> Item:
     if record.canonical_payload is not None and record.salt is not None:
         item["payload"] = _s(record.canonical_payload)
         item["salt"] = _s(record.salt)
+    if record.job_id is not None:
+        item["jobId"] = _s(record.job_id)
+    if record.time_zone is not None:
+        item["timeZone"] = _s(record.time_zone)
+    if record.supersedes:
+        item["supersedes"] = values.strings(record.supersedes)
+    if record.cancels:
+        item["cancels"] = values.strings(record.cancels)
     return item
+
+
+def _string_list(value: Any) -> tuple[str, ...]:
+    return tuple(v["S"] for v in value.get("L", [])) if value else ()
 
 
 def record_from_item(item: dict[str, Any]) -> EventRecord:
@@ -77,14 +91,25 @@ def record_from_item(item: dict[str, Any]) -> EventRecord:
         canonical_payload=item["payload"]["S"] if "payload" in item else None,
         salt=item["salt"]["S"] if "salt" in item else None,
         v=int(item["v"]["N"]),
+        job_id=item["jobId"]["S"] if "jobId" in item else None,
+        time_zone=item["timeZone"]["S"] if "timeZone" in item else None,
+        supersedes=_string_list(item.get("supersedes")),
+        cancels=_string_list(item.get("cancels")),
     )
 
 
 class DynamoEventStore:
-    def __init__(self, client: DynamoDBClient, events_table: str, idempotency_table: str) -> None:
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        events_table: str,
+        idempotency_table: str,
+        jobs: DynamoJobStore | None = None,
+    ) -> None:
         self._client = client
         self._events = events_table
         self._idempotency = idempotency_table
+        self._jobs = jobs
 
     # -- writes ---------------------------------------------------------------------------------
 
@@ -107,8 +132,13 @@ class DynamoEventStore:
         expected: StreamHead,
         records: Sequence[EventRecord],
         received_at: str,
+        *,
+        job: JobRecord | None = None,
     ) -> None:
-        """Append ``records`` (seqs expected.seq+1...) in one transaction, or raise AppendConflictError."""
+        """Append ``records`` (seqs expected.seq+1...) in one transaction, or raise AppendConflictError.
+
+        ``job`` (the structuring job of these events) is created in the same transaction, last.
+        """
         actions: list[TransactWriteItemTypeDef] = []
         for record in records:
             actions.append(
@@ -138,6 +168,10 @@ class DynamoEventStore:
                 }
             )
         actions.append(self._head_action(project, stream, expected, records[-1], received_at))
+        if job is not None:
+            if self._jobs is None:
+                raise ValueError("this event store was built without a job store")
+            actions.append(self._jobs.put_action(job))
         self._check_sizes(actions)
         try:
             self._client.transact_write_items(TransactItems=actions)

@@ -37,7 +37,7 @@ from kaibo_core.indexing import (
     IndexPlan,
     TermEntry,
     encode_posting,
-    index_side,
+    memory_side,
     memory_terms,
     plan_index,
     posting_of,
@@ -89,6 +89,10 @@ def memory_item(memory: MemoryRecord, dl: int) -> Item:
         item["validTo"] = s(memory.valid_to)
     if memory.subject is not None:
         item["subject"] = s(memory.subject)
+    if memory.replaces is not None:
+        item["replaces"] = s(memory.replaces)
+    if memory.becomes is not None:
+        item["becomes"] = s(memory.becomes)
     return item
 
 
@@ -122,6 +126,8 @@ def memory_from_item(project: ProjectId, item: dict[str, Any]) -> MemoryRecord:
         replaced_by=_strings_of(item.get("replacedBy")),
         subject=item["subject"]["S"] if "subject" in item else None,
         tags=_strings_of(item.get("tags")),
+        replaces=item["replaces"]["S"] if "replaces" in item else None,
+        becomes=item["becomes"]["S"] if "becomes" in item else None,
     )
 
 
@@ -157,7 +163,7 @@ class DynamoMemoryStore:
         """Store ``memory`` and index its text, exactly once. False when it already existed."""
         if memory.content is None:
             raise ValueError("a memory without content cannot be indexed")
-        side = index_side(memory.status)
+        side = memory_side(memory)
         if side is None:
             raise ValueError(f"a {memory.status} memory is not indexed")
         project = ProjectId(memory.project_id)

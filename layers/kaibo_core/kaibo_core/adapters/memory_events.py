@@ -10,6 +10,7 @@ import threading
 from collections.abc import Sequence
 
 from kaibo_core.models.events import AppendConflictError, EventRecord, IdempotencyClaim, StreamHead
+from kaibo_core.models.jobs import JobRecord
 from kaibo_core.storage_keys import ProjectId
 
 
@@ -19,6 +20,7 @@ class InMemoryEventStore:
         self.events: dict[tuple[str, str], list[EventRecord]] = {}
         self.claims: dict[tuple[str, str], IdempotencyClaim] = {}
         self.append_calls = 0
+        self.jobs: dict[tuple[str, str], JobRecord] = {}
 
     def read_head(self, project: ProjectId, stream: str) -> StreamHead:
         with self._lock:
@@ -32,6 +34,8 @@ class InMemoryEventStore:
         expected: StreamHead,
         records: Sequence[EventRecord],
         received_at: str,  # noqa: ARG002 - part of the port
+        *,
+        job: JobRecord | None = None,
     ) -> None:
         with self._lock:
             self.append_calls += 1
@@ -49,6 +53,8 @@ class InMemoryEventStore:
                     record.idempotency_key, stream, record.seq, record.id
                 )
             events.extend(records)
+            if job is not None:
+                self.jobs[(project, job.id)] = job
 
     def get_events(self, project: ProjectId, locations: Sequence[tuple[str, int]]) -> list[EventRecord]:
         with self._lock:

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from kaibo_core.adapters.dynamodb_index import TermRead
-from kaibo_core.indexing import index_side, memory_terms, plan_index, posting_of
+from kaibo_core.indexing import memory_side, memory_terms, plan_index, posting_of
 from kaibo_core.models.memories import CorpusStats, MemoryRecord, Posting
 from kaibo_core.storage_keys import ProjectId
+from kaibo_core.structuring.plan import CommitOutcome, StructuringCommit, require_staged
 
 
 class InMemoryMemoryStore:
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self.plans: dict[tuple[str, str], str] = {}
         self.memories: dict[tuple[str, str], MemoryRecord] = {}
         # (project, side, term) -> {memory id: (impact, posting)}
         self.postings: dict[tuple[str, str, str], dict[str, tuple[int, Posting]]] = {}
@@ -28,7 +31,7 @@ class InMemoryMemoryStore:
     def index_new(self, memory: MemoryRecord) -> bool:
         if memory.content is None:
             raise ValueError("a memory without content cannot be indexed")
-        side = index_side(memory.status)
+        side = memory_side(memory)
         if side is None:
             raise ValueError(f"a {memory.status} memory is not indexed")
         plan = plan_index(memory.id, memory_terms(memory))
@@ -66,6 +69,99 @@ class InMemoryMemoryStore:
         """Test hook: change a stored memory item only (postings stay: they are hints)."""
         with self._lock:
             self.memories[(memory.project_id, memory.id)] = memory
+
+    # -- structuring (DynamoStructuringStore's contract) -----------------------------------------
+
+    def claim_plan(self, project: ProjectId, provisional_id: str, plan: str) -> tuple[str, str | None]:
+        with self._lock:
+            memory = self.memories.get((project, provisional_id))
+            existing = self.plans.get((project, provisional_id))
+            if memory is not None and memory.status == "provisional" and existing is None:
+                self.plans[(project, provisional_id)] = plan
+                return "claimed", plan
+            if memory is not None and memory.status in {"provisional", "replaced"} and existing is not None:
+                return "existing", existing
+            return "refused", None
+
+    def stage(self, memory: MemoryRecord) -> bool:
+        return self.index_new(require_staged(memory))
+
+    def commit(self, project: ProjectId, change: StructuringCommit) -> CommitOutcome:
+        with self._lock:
+            provisional = self.memories.get((project, change.provisional_id))
+            if provisional is None or provisional.status in {"tombstoned", "purged"}:
+                return "refused"
+            if provisional.status != "provisional":
+                done = list(provisional.replaced_by) == change.structured_ids
+                if provisional.status == "replaced" and done:
+                    return "already_committed"
+                raise RuntimeError(f"provisional memory in unexpected state {provisional.status!r}")
+            staged = [self.memories.get((project, m.id)) for m in change.structured]
+            if any(m is None or m.status != "staged" for m in staged):
+                raise RuntimeError("structured memories must be staged before the commit")
+            targets = {r.memory_id: self.memories.get((project, r.memory_id)) for r in change.retire}
+            if any(t is None or t.status != "active" for t in targets.values()):
+                return "conflict"
+            behind = {b.memory_id: self.memories.get((project, b.memory_id)) for b in change.file_behind}
+            if any(t is None or t.status in {"tombstoned", "purged"} for t in behind.values()):
+                return "conflict"
+            key = (project, change.provisional_id)
+            replaced_by = tuple(change.structured_ids)
+            self.memories[key] = replace(provisional, status="replaced", replaced_by=replaced_by)
+            for memory in change.structured:
+                current = self.memories[(project, memory.id)]
+                self.memories[(project, memory.id)] = replace(
+                    current,
+                    status=memory.status,
+                    valid_to=memory.valid_to,
+                    supersedes=memory.supersedes,
+                    superseded_by=memory.superseded_by,
+                    becomes=None,
+                )
+            for retire in change.retire:
+                old = self.memories[(project, retire.memory_id)]
+                self.memories[(project, retire.memory_id)] = replace(
+                    old,
+                    status=retire.status,
+                    valid_to=retire.valid_to,
+                    superseded_by=(*old.superseded_by, retire.by),
+                )
+            for b in change.file_behind:
+                newer = self.memories[(project, b.memory_id)]
+                linked = (*newer.supersedes, b.older)
+                self.memories[(project, b.memory_id)] = replace(newer, supersedes=linked)
+            return "committed"
+
+    def abandon_staged(self, project: ProjectId, memory_ids: list[str]) -> None:
+        with self._lock:
+            for memory_id in memory_ids:
+                memory = self.memories.get((project, memory_id))
+                if memory is not None and memory.status == "staged":
+                    self.memories[(project, memory_id)] = replace(memory, status="tombstoned", content=None)
+
+    def unindex(self, memory: MemoryRecord) -> None:
+        with self._lock:
+            removed = False
+            for (project, side, term), postings in self.postings.items():
+                if project == memory.project_id and side == "c" and memory.id in postings:
+                    del postings[memory.id]
+                    removed = True
+                    self.doc_freqs[(project, term)] -= 1
+            if removed:
+                plan = plan_index(memory.id, memory_terms(memory))
+                stats = self.corpus[memory.project_id]
+                self.corpus[memory.project_id] = CorpusStats(stats.docs - 1, stats.terms - plan.dl)
+
+    def move_to_history(self, memory: MemoryRecord) -> None:
+        plan = plan_index(memory.id, memory_terms(memory))
+        with self._lock:
+            for entry in plan.entries:
+                current = self.postings.get((memory.project_id, "c", entry.term), {})
+                if current.pop(memory.id, None) is not None:
+                    self.postings.setdefault((memory.project_id, "h", entry.term), {})[memory.id] = (
+                        entry.impact,
+                        posting_of(memory, entry, plan.dl),
+                    )
 
     def read(
         self, project: ProjectId, terms: Sequence[str], limit: int, history: bool

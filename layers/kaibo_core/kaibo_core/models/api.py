@@ -161,12 +161,18 @@ class EventReceipt(WireModel):
 
 
 class RememberResponse(WireModel):
+    jobId: str | None = Field(  # noqa: N815
+        default=None,
+        description="The structuring job of the appended events (GET /v1/jobs/{jobId}); for a batch "
+        "that only replayed, the original events' job.",
+    )
     events: list[EventReceipt]
     memories: list[ProvisionalMemoryOut] = Field(
         default_factory=list,
         description="Provisional memories made from the events, searchable at once (replaced later by "
-        "structured ones).",
+        "structured ones). With wait: true and a 200, the structured memories.",
     )
+    job: JobOut | None = Field(default=None, description="With wait: true, the job as it ended or stands.")
 
 
 class StoredEventOut(WireModel):
@@ -315,6 +321,43 @@ class MemoryOut(SparseWireModel):
     createdAt: str  # noqa: N815
     subject: str | None = None
     tags: list[str] | None = None
+    replaces: str | None = Field(
+        default=None, description="A structured memory: the provisional one it replaced."
+    )
+
+
+class ExplainRequest(WireModel):
+    memoryId: str = Field(min_length=1, max_length=128, examples=["mem_01JZ..."])  # noqa: N815
+
+
+class ExplainVersion(SparseWireModel):
+    memoryId: str  # noqa: N815
+    status: str
+    type: str
+    content: str | None = None
+    validFrom: str  # noqa: N815
+    validTo: str | None  # noqa: N815
+    confidence: float
+    supersedes: list[str]
+    supersededBy: list[str]  # noqa: N815
+    replacedBy: list[str]  # noqa: N815
+    replaces: str | None = None
+    sourceEvents: list[Citation]  # noqa: N815
+
+
+class ExplainResponse(WireModel):
+    memoryId: str  # noqa: N815
+    chain: list[ExplainVersion] = Field(description="Oldest first; the last entry is the asked memory.")
+
+
+class JobOut(SparseWireModel):
+    jobId: str  # noqa: N815
+    status: Literal["queued", "structuring", "done", "failed"]
+    eventIds: list[str]  # noqa: N815
+    memoryIds: list[str]  # noqa: N815
+    createdAt: str  # noqa: N815
+    updatedAt: str  # noqa: N815
+    error: str | None = None
 
 
 class ProvisionalMemoryOut(WireModel):

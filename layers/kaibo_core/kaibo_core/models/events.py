@@ -37,6 +37,11 @@ class EventRecord:
     canonical_payload: str | None  # RFC 8785 text; None once purged
     salt: str | None  # hex; None once purged
     v: int = FORMAT_VERSION
+    # Not hashed (mutable, prove nothing): what structuring needs besides the payload.
+    job_id: str | None = None
+    time_zone: str | None = None
+    supersedes: tuple[str, ...] = ()
+    cancels: tuple[str, ...] = ()
 
     def header(self) -> dict[str, Any]:
         return event_header(

@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-MemoryStatus = Literal["provisional", "replaced", "active", "superseded", "canceled", "tombstoned", "purged"]
+MemoryStatus = Literal[
+    "provisional", "replaced", "active", "superseded", "canceled", "tombstoned", "purged", "staged"
+]
 MemoryType = Literal["fact", "decision", "task", "preference", "procedure", "episode"]
 MEMORY_TYPES: Final[tuple[MemoryType, ...]] = (
     "fact",
@@ -29,6 +31,11 @@ CURRENT_STATUSES: Final[frozenset[str]] = frozenset({"provisional", "active"})
 HISTORICAL_STATUSES: Final[frozenset[str]] = frozenset({"superseded", "canceled"})
 #: Never in recall: a replaced provisional copy, anything forgotten.
 HIDDEN_STATUSES: Final[frozenset[str]] = frozenset({"replaced", "tombstoned", "purged"})
+
+#: Internal, never served: a structured memory written and indexed but not yet switched on.
+#: It becomes visible in the same transaction that marks its provisional memory ``replaced``
+#: (docs/structuring.md, "Provisional to structured").
+STAGED: Final = "staged"
 
 #: A provisional memory is the event's text, unstructured: low confidence until structured.
 PROVISIONAL_CONFIDENCE: Final = 0.5
@@ -67,6 +74,10 @@ class MemoryRecord:
     replaced_by: tuple[str, ...] = ()
     subject: str | None = None
     tags: tuple[str, ...] = field(default_factory=tuple)
+    #: A structured memory: the provisional memory it replaced.
+    replaces: str | None = None
+    #: A staged memory: the status it takes when switched on.
+    becomes: MemoryStatus | None = None
 
     @property
     def source_event_ids(self) -> tuple[str, ...]:
@@ -95,6 +106,8 @@ class MemoryRecord:
             served["subject"] = self.subject
         if self.tags:
             served["tags"] = list(self.tags)
+        if self.replaces is not None:
+            served["replaces"] = self.replaces
         return served
 
 

@@ -1,16 +1,27 @@
-"""Reading memories by id (``GET /v1/memories/{id}``; explain will follow their links)."""
+"""Reading memories: by id (``GET /v1/memories/{id}``) and their history (``POST /v1/explain``)."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Iterable
+from typing import Any, Final, Protocol
 
 from kaibo_core.errors import NotFoundError
-from kaibo_core.models.memories import MemoryRecord
+from kaibo_core.models.memories import STAGED, MemoryRecord
 from kaibo_core.storage_keys import ProjectId
+
+#: explain returns at most this many versions (a longer history is cut at its oldest end).
+MAX_EXPLAIN_VERSIONS: Final = 100
 
 
 class MemoryGetter(Protocol):
     def get(self, project: ProjectId, memory_id: str) -> MemoryRecord | None: ...
+    def get_many(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, MemoryRecord]: ...
+
+
+def _not_found(memory_id: str) -> NotFoundError:
+    return NotFoundError(
+        "memory_not_found", f"No memory {memory_id!r} in this project.", {"memoryId": memory_id}
+    )
 
 
 class MemoriesService:
@@ -19,11 +30,53 @@ class MemoriesService:
 
     def get(self, project: ProjectId, memory_id: str) -> MemoryRecord:
         # Another project's id answers exactly like an id that does not exist: the key holds the project.
+        # A staged memory (written, not yet switched on) does not exist yet for the API.
         memory = self._store.get(project, memory_id) if memory_id.startswith("mem_") else None
-        if memory is None:
-            raise NotFoundError(
-                "memory_not_found",
-                f"No memory {memory_id!r} in this project.",
-                {"memoryId": memory_id},
-            )
+        if memory is None or memory.status == STAGED:
+            raise _not_found(memory_id)
         return memory
+
+    def explain(self, project: ProjectId, memory_id: str) -> dict[str, Any]:
+        """The versions that led to a memory, oldest first, the asked memory last (API.md).
+
+        Walks back along ``supersedes`` links and to the provisional memory a structured one
+        replaced, one batch read per step back; each entry says what it superseded.
+        """
+        asked = self.get(project, memory_id)
+        versions: dict[str, MemoryRecord] = {asked.id: asked}
+        frontier = _earlier(asked)
+        while frontier and len(versions) < MAX_EXPLAIN_VERSIONS:
+            wanted = [m for m in dict.fromkeys(frontier) if m not in versions]
+            found = self._store.get_many(project, wanted[: MAX_EXPLAIN_VERSIONS - len(versions)])
+            frontier = []
+            for memory in found.values():
+                if memory.status == STAGED:
+                    continue
+                versions[memory.id] = memory
+                frontier.extend(_earlier(memory))
+        older = sorted((m for m in versions.values() if m.id != asked.id), key=lambda m: (m.valid_from, m.id))
+        return {"memoryId": asked.id, "chain": [_version(m) for m in (*older, asked)]}
+
+
+def _earlier(memory: MemoryRecord) -> list[str]:
+    return [*memory.supersedes, *([memory.replaces] if memory.replaces else [])]
+
+
+def _version(memory: MemoryRecord) -> dict[str, Any]:
+    version: dict[str, Any] = {
+        "memoryId": memory.id,
+        "status": memory.status,
+        "type": memory.type,
+        "validFrom": memory.valid_from,
+        "validTo": memory.valid_to,
+        "confidence": memory.confidence,
+        "supersedes": list(memory.supersedes),
+        "supersededBy": list(memory.superseded_by),
+        "replacedBy": list(memory.replaced_by),
+        "sourceEvents": [ref.as_served() for ref in memory.source_events],
+    }
+    if memory.content is not None and memory.status not in {"tombstoned", "purged"}:
+        version["content"] = memory.content
+    if memory.replaces is not None:
+        version["replaces"] = memory.replaces
+    return version

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
 from typing import Any, Final, Literal, Protocol
@@ -21,7 +21,7 @@ from kaibo_core.clock import Clock, epoch_ms, format_instant, instant_ms, parse_
 from kaibo_core.errors import UnprocessableError
 from kaibo_core.indexing import date_terms
 from kaibo_core.models.api import RecallRequest
-from kaibo_core.models.memories import CorpusStats, MemoryRecord, Posting
+from kaibo_core.models.memories import STAGED, CorpusStats, MemoryRecord, Posting
 from kaibo_core.ranking import DEFAULT_PARAMS, Bm25Params
 from kaibo_core.recall.packing import pack
 from kaibo_core.recall.scoring import (
@@ -162,7 +162,7 @@ class RecallService:
             return answer.abstain(reason, on_candidates), stats
 
         top = candidates[: params.fetch_count(request.budget)]
-        found = self._memories.get_many(project, [c.memory_id for c in top])
+        found = one_of_each_pair(self._memories.get_many(project, [c.memory_id for c in top]))
         stats.fetched = len(found)
         confirmed = _authoritative(top, found, filters, weights, corpus, params.bm25)
         ranked = [c.ranked for c in confirmed]
@@ -186,6 +186,30 @@ class RecallService:
             _item(found[p.memory_id], p.form, p.text, p.tokens, scores[p.memory_id]) for p in packing.items
         ]
         return answer.answered(items, packing.used_tokens), stats
+
+
+def one_of_each_pair(found: dict[str, MemoryRecord]) -> dict[str, MemoryRecord]:
+    """Never both, never neither: a provisional memory and the structured memories replacing it,
+    judged from one read of their items.
+
+    Structuring switches them in one transaction (provisional -> replaced, staged -> active),
+    but a BatchGetItem reads items one by one, so it may see one side before the switch and
+    the other after. Whichever item shows the switch decides for the pair: a staged memory
+    whose provisional memory reads ``replaced`` is on; a provisional memory whose replacement
+    reads switched on is off (docs/structuring.md, "Provisional to structured").
+    """
+    switched: dict[str, MemoryRecord] | None = None
+    for memory in found.values():
+        provisional = found.get(memory.replaces) if memory.replaces is not None else None
+        if provisional is None:
+            continue
+        if memory.status == STAGED and provisional.status == "replaced" and memory.becomes is not None:
+            switched = switched if switched is not None else dict(found)
+            switched[memory.id] = replace(memory, status=memory.becomes, becomes=None)
+        elif memory.status != STAGED and provisional.status == "provisional":
+            switched = switched if switched is not None else dict(found)
+            switched[provisional.id] = replace(provisional, status="replaced", replaced_by=(memory.id,))
+    return found if switched is None else switched
 
 
 def _as_of(text: str | None, now: datetime) -> datetime:

@@ -9,15 +9,19 @@
 3. Replays return the original event (``replayed: true``) after checking that
    the request really is a retry of it; a different event under a used key is a
    409, decided before anything of the batch is written.
-4. After the commit, each event's provisional memory is stored and indexed
-   (idempotently), so recall finds it at once. The events are acknowledged
-   whatever happens here: a failure is logged and counted, and a replay of the
-   same keys completes the index.
+4. The same transaction creates the batch's structuring job (kaibo_core.models.jobs),
+   so every acknowledged event has one.
+5. After the commit, each event's provisional memory is stored and indexed
+   (idempotently), so recall finds it at once, and the job's message (ids only) goes
+   to the structuring queue. The events are acknowledged whatever happens here: a
+   failure is logged and counted, a replay of the same keys completes the index, and
+   the sweeper re-queues a job whose message was lost.
 """
 
 from __future__ import annotations
 
 import random
+import re
 import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -34,12 +38,18 @@ from kaibo_core.errors import (
     UnprocessableError,
 )
 from kaibo_core.ids import event_id
+from kaibo_core.ids import job_id as new_job_id
 from kaibo_core.limits import MAX_APPEND_ATTEMPTS, MAX_OCCURRED_AT_LEAD, MAX_PAYLOAD_BYTES
 from kaibo_core.models.api import RememberRequest
 from kaibo_core.models.events import AppendConflictError, EventRecord, IdempotencyClaim, StreamHead
+from kaibo_core.models.jobs import EventLocation, JobRecord
 from kaibo_core.models.memories import MemoryRecord
 from kaibo_core.provisional import provisional_memory
 from kaibo_core.storage_keys import ProjectId
+from kaibo_core.time_zones import is_time_zone
+
+#: What an explicit ``supersedes``/``cancels`` entry must look like.
+MEMORY_ID_PATTERN = re.compile(r"mem_[A-Za-z0-9_.-]{1,80}")
 
 BACKOFF_BASE_SECONDS = 0.005
 BACKOFF_CAP_SECONDS = 0.2
@@ -60,6 +70,8 @@ class EventLog(Protocol):
         expected: StreamHead,
         records: Sequence[EventRecord],
         received_at: str,
+        *,
+        job: JobRecord | None = None,
     ) -> None: ...
 
     def get_events(self, project: ProjectId, locations: Sequence[tuple[str, int]]) -> list[EventRecord]: ...
@@ -76,6 +88,15 @@ class PlannedEvent:
     canonical_payload: str
     salt: str
     payload_digest: str
+    time_zone: str | None = None
+    supersedes: tuple[str, ...] = ()
+    cancels: tuple[str, ...] = ()
+
+
+class JobQueue(Protocol):
+    """Where structuring jobs are announced (SqsJobQueue implements it)."""
+
+    def send(self, project: ProjectId, job_id: str) -> None: ...
 
 
 class ProvisionalIndex(Protocol):
@@ -101,6 +122,9 @@ class RememberOutcome:
     appended: int = 0
     memories: list[MemoryRecord] = field(default_factory=list)
     index_failures: list[Exception] = field(default_factory=list)
+    job_id: str | None = None
+    job_created: bool = False
+    enqueue_failure: Exception | None = None
 
 
 @dataclass
@@ -141,6 +165,8 @@ def plan_batch(request: RememberRequest, received: datetime) -> list[PlannedEven
                 f"{MAX_PAYLOAD_BYTES}.",
                 {"index": index, "bytes": len(canonical), "limit": MAX_PAYLOAD_BYTES},
             )
+        _check_memory_ids(index, "supersedes", event.supersedes)
+        _check_memory_ids(index, "cancels", event.cancels)
         salt = secrets.token_hex(chain.SALT_BYTES)
         planned.append(
             PlannedEvent(
@@ -153,9 +179,34 @@ def plan_batch(request: RememberRequest, received: datetime) -> list[PlannedEven
                 canonical_payload=canonical.decode("utf-8"),
                 salt=salt,
                 payload_digest=chain.payload_digest(salt, canonical),
+                time_zone=_time_zone(index, event.timeZone),
+                supersedes=tuple(dict.fromkeys(event.supersedes)),
+                cancels=tuple(dict.fromkeys(event.cancels)),
             )
         )
     return planned
+
+
+def _time_zone(index: int, name: str | None) -> str | None:
+    if name is None:
+        return None
+    if not is_time_zone(name):
+        raise UnprocessableError(
+            "invalid_time_zone",
+            f"events[{index}].timeZone {name!r} is not an IANA time zone name (e.g. Europe/Berlin, UTC).",
+            {"index": index, "field": "timeZone", "timeZone": name},
+        )
+    return name
+
+
+def _check_memory_ids(index: int, field_name: str, memory_ids: Sequence[str]) -> None:
+    for memory_id in memory_ids:
+        if not MEMORY_ID_PATTERN.fullmatch(memory_id):
+            raise UnprocessableError(
+                "invalid_memory_id",
+                f"events[{index}].{field_name} holds {memory_id!r}, which is not a memory id (mem_…).",
+                {"index": index, "field": field_name, "memoryId": memory_id},
+            )
 
 
 def _occurred_at(index: int, text: str | None, received: datetime) -> str:
@@ -179,8 +230,13 @@ def _occurred_at(index: int, text: str | None, received: datetime) -> str:
     return format_instant(moment)
 
 
-def chain_records(
-    project: ProjectId, stream: str, head: StreamHead, events: Sequence[PlannedEvent], received_at: str
+def chain_records(  # noqa: PLR0917 - the inputs of a chain link
+    project: ProjectId,
+    stream: str,
+    head: StreamHead,
+    events: Sequence[PlannedEvent],
+    received_at: str,
+    job_id: str | None = None,
 ) -> list[EventRecord]:
     """Give each planned event the next seq and its hash, linked onto ``head``."""
     records: list[EventRecord] = []
@@ -214,6 +270,10 @@ def chain_records(
                 prev_hash=prev.hash,
                 canonical_payload=planned.canonical_payload,
                 salt=planned.salt,
+                job_id=job_id,
+                time_zone=planned.time_zone,
+                supersedes=planned.supersedes,
+                cancels=planned.cancels,
             )
         )
         prev = StreamHead(seq=seq, hash=digest)
@@ -232,17 +292,31 @@ def is_retry_of(planned: PlannedEvent, stream: str, original: EventRecord) -> bo
     return digest == original.payload_digest
 
 
+def queued_job(project: ProjectId, job_id: str, records: Sequence[EventRecord], now: str) -> JobRecord:
+    return JobRecord(
+        project_id=project,
+        id=job_id,
+        status="queued",
+        events=tuple(EventLocation(r.id, r.stream, r.seq) for r in records),
+        created_at=now,
+        updated_at=now,
+    )
+
+
 class RememberService:
     def __init__(
         self,
         log: EventLog,
         memories: ProvisionalIndex | None = None,
+        *,
+        jobs: JobQueue | None = None,
         clock: Clock = utc_now,
         sleep: Callable[[float], None] = time.sleep,
         max_attempts: int = MAX_APPEND_ATTEMPTS,
     ) -> None:
         self._log = log
         self._memories = memories
+        self._jobs = jobs
         self._clock = clock
         self._sleep = sleep
         self._max_attempts = max_attempts
@@ -254,6 +328,7 @@ class RememberService:
         outcome = RememberOutcome(events=[])
         state = _AppendState(pending=list(planned))
         originals: dict[str, EventRecord] = {}
+        job_id = new_job_id() if self._jobs is not None else None
         while state.pending:
             if outcome.attempts >= self._max_attempts:
                 raise TooManyRequestsError(
@@ -265,9 +340,10 @@ class RememberService:
                 )
             outcome.attempts += 1
             head = self._log.read_head(project, request.stream)
-            records = chain_records(project, request.stream, head, state.pending, received_at)
+            records = chain_records(project, request.stream, head, state.pending, received_at, job_id)
+            job = None if job_id is None else queued_job(project, job_id, records, received_at)
             try:
-                self._log.append(project, request.stream, head, records, received_at)
+                self._log.append(project, request.stream, head, records, received_at, job=job)
             except AppendConflictError as conflict:
                 if conflict.claimed:
                     originals.update(self._check_replays(project, request.stream, state, conflict.claimed))
@@ -287,7 +363,20 @@ class RememberService:
         outcome.replays = len(originals)
         if self._memories is not None:
             self._index_provisional(project, outcome, received_at)
+        self._announce_job(project, outcome, job_id)
         return outcome
+
+    def _announce_job(self, project: ProjectId, outcome: RememberOutcome, job_id: str | None) -> None:
+        if self._jobs is None or job_id is None:
+            return
+        if outcome.appended:
+            outcome.job_id, outcome.job_created = job_id, True
+            try:
+                self._jobs.send(project, job_id)
+            except Exception as exc:  # acknowledged events must not fail here: the sweeper re-queues
+                outcome.enqueue_failure = exc
+        else:
+            outcome.job_id = next((e.record.job_id for e in outcome.events if e.record.job_id), None)
 
     def _index_provisional(self, project: ProjectId, outcome: RememberOutcome, created_at: str) -> None:
         assert self._memories is not None

@@ -1,0 +1,1211 @@
+"""Structuring quality and cost: scenarios, LoCoMo, CPU, write units, wait. Prints tables; not a test.
+
+Run from the repository root (``bench/README.md``)::
+
+    make bench-structuring              # the full run, ~10 minutes on 2 cores
+    make bench-structuring QUICK=1      # --quick, < 2 minutes
+    PYTHONPATH=.:local .venv/bin/python bench/structuring_eval.py [--quick] [--data PATH] [--json PATH]
+
+1. **Scenarios** (``tests/data/structuring_scenarios.json``) through the real pipeline:
+   ``EmbeddedKaibo(RuleStructurer())``, one per scenario, each event remembered on its own in the
+   scenario's arrival order and structured right after; recall at asOf = now (the latest event + 1 h).
+   Type accuracy, supersession precision/recall (links read back from the stored memories),
+   current-answer accuracy and stale answers, per category, against the issue's targets.
+2. **LoCoMo** (``../shared/eval/locomo/locomo-dev.json``; skipped when absent): every turn a ``message``
+   event, one project per conversation, structured in order; what the structurer made of it, and 30
+   links sampled with a fixed seed for a manual audit. ``--quick``: the first conversation only.
+3. **Cost**: (a) CPU per event of ``RuleStructurer.structure`` (with the real candidate search) and of
+   the whole structure step, in memory; (b) DynamoDB write units per event of remember and of
+   structuring, against the emulator in this process; (c) Bedrock calls and an *estimate* of the
+   input tokens per event; (d) remember → structured with ``wait: true`` on the local stack.
+
+Progress goes to stderr; the tables (markdown) to stdout.
+"""
+
+# ruff: noqa: E402 - the project imports follow the sys.path set-up below, on purpose.
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import secrets
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+ROOT: Final = Path(__file__).resolve().parents[1]
+# The local stack lives in local/: make the script run from a clean checkout without PYTHONPATH too.
+sys.path[:0] = [p for p in (str(ROOT), str(ROOT / "local")) if p not in sys.path]
+
+from bench.recall_cost import FAKE_AWS, DynamoMeter, percentile, write_units
+from bench.recall_quality import DEFAULT_DATA, Turn, faster_moto, load_locomo, machine, markdown_table
+from bench.remember import real_stdout_only
+from kaibo.client import KaiboClient
+from kaibo_core.adapters.aws import dynamodb_client
+from kaibo_core.adapters.bedrock_structurer import MAX_QUERY_CHARS
+from kaibo_core.adapters.dynamodb_events import DynamoEventStore
+from kaibo_core.adapters.dynamodb_index import DynamoTermIndex, TermRead
+from kaibo_core.adapters.dynamodb_jobs import DynamoJobStore
+from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore
+from kaibo_core.adapters.dynamodb_structuring import DynamoStructuringStore, PlanClaim
+from kaibo_core.adapters.dynamodb_values import item_size
+from kaibo_core.clock import format_instant, instant_ms
+from kaibo_core.embedded import EmbeddedKaibo
+from kaibo_core.ids import project_id
+from kaibo_core.models.api import RememberRequest
+from kaibo_core.models.jobs import JobRecord
+from kaibo_core.models.memories import CorpusStats, MemoryRecord
+from kaibo_core.provisional import provisional_memory_id
+from kaibo_core.services.remember import RememberService
+from kaibo_core.services.structuring import StructuringService, StructuringStats
+from kaibo_core.storage_keys import ProjectId
+from kaibo_core.structuring.drafts import (
+    MAX_CANDIDATES,
+    CandidateSearch,
+    EventToStructure,
+    MemoryDraft,
+)
+from kaibo_core.structuring.model_output import (
+    OUTPUT_SCHEMA,
+    SYSTEM_PROMPT,
+    TOOL_DESCRIPTION,
+    TOOL_NAME,
+    build_user_message,
+    new_nonce,
+)
+from kaibo_core.structuring.plan import CommitOutcome, StructuringCommit, structured_memory_id
+from kaibo_core.structuring.rules import RuleStructurer
+from kaibo_core.tokens import count_tokens
+from kaibo_local.containers import DEFAULT_CONTAINERS
+from kaibo_local.emulator import start_emulator
+from kaibo_local.stack import start_stack
+from kaibo_local.template import create_tables, load_template
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+SCENARIOS_PATH: Final = ROOT / "tests" / "data" / "structuring_scenarios.json"
+RECALL_BUDGET: Final = 300
+DEFAULT_STREAM: Final = "s"
+#: The issue's targets on the scenario set.
+TARGET_PRECISION: Final = 0.95
+TARGET_RECALL: Final = 0.85
+TARGET_ANSWERS: Final = 0.9
+TARGET_STALE: Final = 0
+#: The unit guard's bar for types (tests/unit/test_structuring_scenarios.py), shown for reference.
+GUARD_TYPES: Final = 0.8
+AUDIT_LINKS: Final = 30
+AUDIT_SEED: Final = 7
+AUDIT_CHARS: Final = 160
+MEMORY_TYPES: Final = ("fact", "decision", "task", "preference", "procedure", "episode")
+#: Bedrock structurer: attempts per event (BedrockStructurer's default max_attempts).
+BEDROCK_ATTEMPTS: Final = 2
+#: remember calls with wait: true made before the measured ones (the stack's containers start cold).
+WAIT_WARMUP: Final = 4
+
+
+@dataclass(frozen=True)
+class Sizes:
+    conversations: int | None  # LoCoMo conversations (None: all)
+    write_events: int  # events remembered and structured against the emulator
+    wait_calls: int  # remember calls with wait: true on the local stack
+
+
+FULL: Final = Sizes(conversations=None, write_events=200, wait_calls=30)
+QUICK: Final = Sizes(conversations=1, write_events=50, wait_calls=10)
+
+_STARTED: Final = time.perf_counter()
+
+
+def progress(text: str) -> None:
+    sys.stderr.write(f"[{time.perf_counter() - _STARTED:6.1f} s] {text}\n")
+    sys.stderr.flush()
+
+
+class Output:
+    """Markdown lines on stdout (flushed as they come), kept for the JSON dump's ``text``."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, *lines: str) -> None:
+        for line in lines:
+            self.lines.append(line)
+            sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+    def table(self, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+        self(*markdown_table(headers, [[cell(value) for value in row] for row in rows]), "")
+
+
+def cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 10 else f"{value:,.1f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def ratio(numerator: float, denominator: float, empty: float = 1.0) -> float:
+    return numerator / denominator if denominator else empty
+
+
+def short(text: str | None, limit: int = AUDIT_CHARS) -> str:
+    flat = " ".join((text or "").split()).replace("|", "\\|")
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def ms(seconds: float) -> float:
+    return seconds * 1000.0
+
+
+# --- The structurer, measured ---------------------------------------------------------------------
+
+
+def fixed_prompt_tokens() -> int:
+    """Tokens of what every Bedrock request carries besides the user message: the system prompt and
+    the tool (name, description, JSON schema of the output)."""
+    tool = json.dumps(
+        {"name": TOOL_NAME, "description": TOOL_DESCRIPTION, "inputSchema": {"json": OUTPUT_SCHEMA}}
+    )
+    return count_tokens(SYSTEM_PROMPT) + count_tokens(tool)
+
+
+class MeasuredStructurer:
+    """``RuleStructurer`` with its CPU per event recorded (the candidate searches it makes included)
+    and, after that and apart from it, an estimate of the prompt the Bedrock structurer would send
+    for the same event (its search, then ``build_user_message``): CPU counted in ``overhead`` so the
+    caller can take it out of its own measurement."""
+
+    name = "rules"
+
+    def __init__(self, estimate_prompts: bool) -> None:
+        self._rules = RuleStructurer()
+        self._estimate = estimate_prompts
+        self._fixed = fixed_prompt_tokens()
+        self.cpu: list[float] = []
+        self.prompt_tokens: list[int] = []
+        self.candidates: list[int] = []
+        self.overhead = 0.0
+
+    def structure(self, event: EventToStructure, search: CandidateSearch) -> list[MemoryDraft]:
+        started = time.process_time()
+        drafts = self._rules.structure(event, search)
+        self.cpu.append(time.process_time() - started)
+        if self._estimate:
+            started = time.process_time()
+            # What BedrockStructurer.structure sends: its own search with the event's text.
+            candidates = list(search(event.text.strip()[:MAX_QUERY_CHARS]))[:MAX_CANDIDATES]
+            message = build_user_message(event, candidates, new_nonce(event.text))
+            self.prompt_tokens.append(self._fixed + count_tokens(message))
+            self.candidates.append(len(candidates))
+            self.overhead += time.process_time() - started
+        return drafts
+
+
+@dataclass
+class CpuSamples:
+    structurer: list[float] = field(default_factory=list)
+    step: list[float] = field(default_factory=list)
+    prompt_tokens: list[int] = field(default_factory=list)
+    candidates: list[int] = field(default_factory=list)
+    source: str = ""
+
+    def take(self, structurer: MeasuredStructurer) -> None:
+        self.structurer.extend(structurer.cpu)
+        self.prompt_tokens.extend(structurer.prompt_tokens)
+        self.candidates.extend(structurer.candidates)
+
+
+def structure_each(
+    kaibo: EmbeddedKaibo, structurer: MeasuredStructurer, steps: list[float]
+) -> StructuringStats:
+    """Structure every job sent so far, one at a time, timing each (the prompt estimate taken out)."""
+    pending, kaibo.queue.sent = kaibo.queue.sent, []
+    total = StructuringStats()
+    for project, job_id in pending:
+        overhead = structurer.overhead
+        started = time.process_time()
+        stats = kaibo.structure(project, job_id)
+        steps.append(time.process_time() - started - (structurer.overhead - overhead))
+        add_stats(total, stats)
+    return total
+
+
+def add_stats(total: StructuringStats, stats: StructuringStats) -> None:
+    for name in ("events", "memories", "superseded", "canceled", "filed_as_history", "refused", "conflicts"):
+        setattr(total, name, getattr(total, name) + getattr(stats, name))
+    total.memory_ids.extend(stats.memory_ids)
+
+
+def structured_memories(kaibo: EmbeddedKaibo, project: ProjectId) -> list[MemoryRecord]:
+    """The project's structured memories that are switched on (not staged, not tombstoned)."""
+    return [
+        memory
+        for (owner, _), memory in sorted(kaibo.memories.memories.items())
+        if owner == project
+        and memory.replaces is not None
+        and memory.status in ("active", "superseded", "canceled")
+    ]
+
+
+# --- 1. Scenarios ---------------------------------------------------------------------------------
+
+Link = tuple[str, str, str]  # (newer event key, older event key, kind)
+
+
+@dataclass
+class ScenarioResult:
+    id: str
+    category: str
+    expected_links: set[Link]
+    actual_links: set[Link]
+    types: list[tuple[str, str, str, str]]  # key, expected, got, content of the first memory
+    questions: list[dict[str, Any]]
+    dates: list[tuple[str, str, bool]]  # key, wanted, found
+    notes: list[str]
+
+    @property
+    def true_links(self) -> int:
+        return len(self.expected_links & self.actual_links)
+
+
+def load_scenarios() -> list[dict[str, Any]]:
+    data = json.loads(SCENARIOS_PATH.read_text(encoding="utf-8"))
+    if data.get("version") != 1:
+        raise SystemExit(f"{SCENARIOS_PATH}: unknown version {data.get('version')!r}")
+    return list(data["scenarios"])
+
+
+def run_scenario(scenario: dict[str, Any], cpu: CpuSamples) -> ScenarioResult:
+    events = {event["key"]: event for event in scenario["events"]}
+    arrival: list[str] = scenario.get("arrival") or [event["key"] for event in scenario["events"]]
+    latest = max(datetime.fromisoformat(event["occurredAt"]) for event in scenario["events"])
+    now = (latest + timedelta(hours=1)).astimezone(UTC)
+    structurer = MeasuredStructurer(estimate_prompts=True)
+    kaibo = EmbeddedKaibo(structurer, clock=lambda: now)
+    project = ProjectId(project_id())
+    memory_ids: dict[str, list[str]] = {}  # event key -> its structured memory ids (its job's)
+    first_memory: dict[str, str] = {}
+    key_of_event: dict[str, str] = {}
+    notes: list[str] = []
+    for key in arrival:
+        raw = events[key]
+
+        def translated(field_name: str, raw: dict[str, Any] = raw, key: str = key) -> list[str]:
+            ids: list[str] = []
+            for old in raw.get(field_name, []):
+                if old not in memory_ids:
+                    notes.append(f"{key}.{field_name} names {old}, not structured yet: dropped")
+                    continue
+                ids.extend(memory_ids[old])
+            return ids
+
+        body: dict[str, Any] = {
+            "kind": "message",
+            "idempotencyKey": f"{scenario['id']}:{key}",
+            "occurredAt": raw["occurredAt"],
+            "payload": {"role": "user", "text": raw["text"]},
+        }
+        if raw.get("timeZone"):
+            body["timeZone"] = raw["timeZone"]
+        for field_name in ("supersedes", "cancels"):
+            if raw.get(field_name):
+                body[field_name] = translated(field_name)
+        outcome = kaibo.remember(project, {"stream": raw.get("stream", DEFAULT_STREAM), "events": [body]})
+        event_id = outcome.events[0].record.id
+        key_of_event[event_id] = key
+        stats = structure_each(kaibo, structurer, cpu.step)
+        memory_ids[key] = list(stats.memory_ids)
+        first_memory[key] = structured_memory_id(provisional_memory_id(event_id), 1)
+    cpu.take(structurer)
+
+    stored = structured_memories(kaibo, project)
+    by_id = {memory.id: memory for memory in stored}
+
+    def event_key(memory: MemoryRecord) -> str:
+        return key_of_event.get(memory.source_event_ids[0], "?")
+
+    actual: set[Link] = set()
+    for memory in stored:
+        if memory.status not in ("superseded", "canceled"):
+            continue
+        kind = "cancels" if memory.status == "canceled" else "supersedes"
+        for newer_id in memory.superseded_by:
+            newer = by_id.get(newer_id)
+            if newer is not None:
+                actual.add((event_key(newer), event_key(memory), kind))
+    expect = scenario["expect"]
+    types: list[tuple[str, str, str, str]] = []
+    for key, wanted in expect.get("types", {}).items():
+        first = kaibo.memories.get(project, first_memory[key])
+        types.append((key, wanted, first.type if first else "(none)", (first.content or "") if first else ""))
+    contents = {
+        key: " | ".join(by_id[m].content or "" for m in ids if m in by_id) for key, ids in memory_ids.items()
+    }
+    dates = [
+        (key, wanted, wanted in contents.get(key, ""))
+        for key, wanted_dates in expect.get("dates", {}).items()
+        for wanted in wanted_dates
+    ]
+    questions = []
+    for item in expect.get("questions", []):
+        answer = kaibo.recall(
+            project, {"question": item["question"], "budget": RECALL_BUDGET, "asOf": format_instant(now)}
+        )
+        texts = [str(returned["text"]) for returned in answer["items"]]
+        top = texts[0] if texts else None
+        stale = [t for t in texts if any(s.lower() in t.lower() for s in item["stale"])]
+        questions.append(
+            {
+                "question": item["question"],
+                "answer": item["answer"],
+                "top": top,
+                "correct": top is not None and item["answer"].lower() in top.lower(),
+                "stale": stale,
+                "items": len(texts),
+                "abstained": (answer["abstain"].get("reason") or "yes")
+                if answer["abstain"]["abstained"]
+                else None,
+            }
+        )
+    expected = {(str(n), str(o), str(k)) for n, o, k in expect["links"]}
+    return ScenarioResult(
+        scenario["id"], scenario["category"], expected, actual, types, questions, dates, notes
+    )
+
+
+@dataclass
+class Tally:
+    scenarios: int = 0
+    expected: int = 0
+    predicted: int = 0
+    true: int = 0
+    types: int = 0
+    types_right: int = 0
+    questions: int = 0
+    answered: int = 0
+    stale: int = 0
+    abstained: int = 0
+    dates: int = 0
+    dates_right: int = 0
+
+    def add(self, result: ScenarioResult) -> None:
+        self.scenarios += 1
+        self.expected += len(result.expected_links)
+        self.predicted += len(result.actual_links)
+        self.true += result.true_links
+        self.types += len(result.types)
+        self.types_right += sum(1 for _, wanted, got, _ in result.types if wanted == got)
+        self.questions += len(result.questions)
+        self.answered += sum(1 for q in result.questions if q["correct"])
+        self.stale += sum(1 for q in result.questions if q["stale"])
+        self.abstained += sum(1 for q in result.questions if q["abstained"])
+        self.dates += len(result.dates)
+        self.dates_right += sum(1 for _, _, found in result.dates if found)
+
+    @property
+    def precision(self) -> float:
+        return ratio(self.true, self.predicted)
+
+    @property
+    def recall(self) -> float:
+        return ratio(self.true, self.expected)
+
+    def row(self, name: str) -> list[object]:
+        return [
+            name,
+            self.scenarios,
+            self.expected,
+            self.predicted,
+            self.true,
+            self.precision if self.predicted else None,
+            self.recall if self.expected else None,
+            f"{self.types_right}/{self.types}",
+            f"{self.answered}/{self.questions}" if self.questions else "-",
+            self.stale if self.questions else "-",
+            self.abstained if self.questions else "-",
+            f"{self.dates_right}/{self.dates}" if self.dates else "-",
+        ]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            **self.__dict__,
+            "precision": self.precision,
+            "recall": self.recall,
+            "typeAccuracy": ratio(self.types_right, self.types),
+            "answerAccuracy": ratio(self.answered, self.questions),
+        }
+
+
+def link_text(link: Link) -> str:
+    newer, older, kind = link
+    return f"{newer} {kind} {older}"
+
+
+def misses(result: ScenarioResult) -> list[str]:
+    found: list[str] = []
+    missing = sorted(result.expected_links - result.actual_links)
+    extra = sorted(result.actual_links - result.expected_links)
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append("missing " + ", ".join(link_text(link) for link in missing))
+        if extra:
+            parts.append("unexpected " + ", ".join(link_text(link) for link in extra))
+        found.append(f"links: {'; '.join(parts)}")
+    for key, wanted, got, content in result.types:
+        if wanted != got:
+            found.append(f"type of {key}: expected {wanted}, got {got} ({short(content, 100)!r})")
+    for question in result.questions:
+        if not question["correct"]:
+            found.append(
+                f"question {question['question']!r}: expected {question['answer']!r} in the top item, "
+                f"got {short(question['top'], 120)!r}"
+                if question["top"] is not None
+                else f"question {question['question']!r}: expected {question['answer']!r}, recall abstained "
+                f"({question['abstained']}) and returned no item"
+            )
+        for text in question["stale"]:
+            found.append(f"stale answer to {question['question']!r}: {short(text, 120)!r}")
+    for key, wanted, ok in result.dates:
+        if not ok:
+            found.append(f"date of {key}: {wanted!r} not in its memories")
+    found.extend(f"note: {note}" for note in result.notes)
+    return found
+
+
+def section_scenarios(out: Output, cpu: CpuSamples) -> dict[str, Any]:
+    scenarios = load_scenarios()
+    progress(f"1. {len(scenarios)} scenarios through EmbeddedKaibo(RuleStructurer()) ...")
+    results = [run_scenario(scenario, cpu) for scenario in scenarios]
+    overall = Tally()
+    by_category: dict[str, Tally] = defaultdict(Tally)
+    for result in results:
+        overall.add(result)
+        by_category[result.category].add(result)
+    events = sum(len(s["events"]) for s in scenarios)
+    out(
+        "## 1. Labelled scenarios through the real pipeline",
+        "",
+        f"{len(scenarios)} scenarios, {events} events ({SCENARIOS_PATH.relative_to(ROOT)}). Each scenario: a "
+        "fresh `EmbeddedKaibo(RuleStructurer())`, every event remembered on its own in the scenario's "
+        "arrival order and structured at once; explicit `supersedes`/`cancels` name the earlier event's "
+        "structured memories. Links are read back from the stored memories (a superseded or canceled "
+        f"memory and its `supersededBy`), one per event pair. Questions: recall at asOf = now (the latest "
+        f"event + 1 h), budget {RECALL_BUDGET}; correct when the top item contains the answer; stale when "
+        "any returned item contains a phrase only the old memory says.",
+        "",
+    )
+    headers = [
+        "",
+        "scenarios",
+        "links expected",
+        "links made",
+        "right",
+        "precision",
+        "recall",
+        "types",
+        "answers",
+        "stale",
+        "abstained",
+        "dates",
+    ]
+    out.table(headers, [overall.row("**all**")])
+    out("Per category (`distractor_*`: no link should be made):", "")
+    out.table(headers, [tally.row(name) for name, tally in sorted(by_category.items())])
+    type_accuracy = ratio(overall.types_right, overall.types)
+    answer_accuracy = ratio(overall.answered, overall.questions)
+    targets = [
+        (
+            "supersession precision",
+            f">= {TARGET_PRECISION}",
+            overall.precision,
+            overall.precision >= TARGET_PRECISION,
+        ),
+        ("supersession recall", f">= {TARGET_RECALL}", overall.recall, overall.recall >= TARGET_RECALL),
+        (
+            "current-answer accuracy",
+            f">= {TARGET_ANSWERS}",
+            answer_accuracy,
+            answer_accuracy >= TARGET_ANSWERS,
+        ),
+        ("stale answers", f"= {TARGET_STALE}", overall.stale, overall.stale <= TARGET_STALE),
+    ]
+    out("Targets (the issue's):", "")
+    out.table(
+        ["figure", "target", "measured", "verdict"],
+        [[name, target, value, "met" if met else "MISSED"] for name, target, value, met in targets]
+        + [["type accuracy", f"(unit guard: >= {GUARD_TYPES})", type_accuracy, "-"]],
+    )
+    answered = overall.questions - overall.abstained
+    out(
+        f"Recall abstained on {overall.abstained} of {overall.questions} questions (no item returned); "
+        f"on the {answered} it answered, the top item held the answer {overall.answered} times "
+        f"({ratio(overall.answered, answered):.3f}).",
+        "",
+    )
+    listed = [(result.id, line) for result in results for line in misses(result)]
+    out(f"Misses ({len(listed)}):", "")
+    out(*(f"- `{sid}`: {line}" for sid, line in listed) if listed else ["- none"])
+    out("")
+    return {
+        "overall": overall.as_json(),
+        "categories": {name: tally.as_json() for name, tally in sorted(by_category.items())},
+        "targets": [{"name": n, "target": t, "value": v, "met": m} for n, t, v, m in targets],
+        "misses": [{"scenario": sid, "miss": line} for sid, line in listed],
+        "scenarios": [
+            {
+                "id": r.id,
+                "category": r.category,
+                "expectedLinks": sorted(r.expected_links),
+                "actualLinks": sorted(r.actual_links),
+                "types": r.types,
+                "questions": r.questions,
+                "dates": r.dates,
+            }
+            for r in results
+        ],
+    }
+
+
+# --- 2. LoCoMo ------------------------------------------------------------------------------------
+
+
+@dataclass
+class ConversationResult:
+    conversation: str
+    turns: int
+    stats: StructuringStats
+    types: Counter[str]
+    #: (sort key, kind, old memory's content, new memory's content, the new memory's turn)
+    links: list[tuple[tuple[int, int, int, int], str, str, str, str]]
+
+    def row(self) -> list[object]:
+        return [
+            self.conversation,
+            self.turns,
+            self.stats.memories,
+            *(self.types.get(name, 0) for name in MEMORY_TYPES),
+            self.stats.superseded,
+            self.stats.canceled,
+            self.stats.filed_as_history,
+        ]
+
+
+def event_body(turn: Turn) -> dict[str, Any]:
+    return {
+        "kind": "message",
+        "idempotencyKey": turn.key,
+        "occurredAt": turn.occurred_at,
+        "payload": turn.payload(),
+    }
+
+
+def run_conversation(conversation: str, turns: Sequence[Turn], cpu: CpuSamples) -> ConversationResult:
+    structurer = MeasuredStructurer(estimate_prompts=True)
+    kaibo = EmbeddedKaibo(structurer)
+    project = ProjectId(project_id())
+    total = StructuringStats()
+    order: dict[str, int] = {}  # event id -> position of its turn
+    for position, turn in enumerate(turns):
+        outcome = kaibo.remember(project, {"stream": conversation, "events": [event_body(turn)]})
+        order[outcome.events[0].record.id] = position
+        add_stats(total, structure_each(kaibo, structurer, cpu.step))
+    cpu.take(structurer)
+    stored = structured_memories(kaibo, project)
+    by_id = {memory.id: memory for memory in stored}
+
+    def place(memory: MemoryRecord) -> tuple[int, int]:
+        return order.get(memory.source_event_ids[0], -1), int(memory.id.rsplit("-", 1)[1])
+
+    links = []
+    for memory in stored:
+        if memory.status not in ("superseded", "canceled"):
+            continue
+        for newer_id in memory.superseded_by:
+            newer = by_id.get(newer_id)
+            if newer is None:
+                continue
+            kind = "cancels" if memory.status == "canceled" else "supersedes"
+            if instant_ms(memory.valid_from) > instant_ms(newer.valid_from):
+                kind += " (filed as history)"
+            turn = turns[place(newer)[0]]
+            links.append(
+                (
+                    (*place(memory), *place(newer)),
+                    kind,
+                    memory.content or "",
+                    newer.content or "",
+                    f"{turn.speaker}: {turn.text}",
+                )
+            )
+    links.sort()
+    return ConversationResult(conversation, len(turns), total, Counter(m.type for m in stored), links)
+
+
+def section_locomo(out: Output, data_path: Path, sizes: Sizes, cpu: CpuSamples) -> dict[str, Any] | None:
+    out("## 2. LoCoMo: what the rules make of real conversations", "")
+    if not data_path.is_file():
+        out(f"skipped: LoCoMo data not found at {data_path} (pass --data PATH).", "")
+        progress(f"2. skipped: no LoCoMo data at {data_path}")
+        return None
+    data = load_locomo(data_path)
+    by_conversation: dict[str, list[Turn]] = {}
+    for turn in data.turns:
+        by_conversation.setdefault(turn.conversation, []).append(turn)
+    names = list(by_conversation)[: sizes.conversations]
+    results = []
+    for name in names:
+        progress(f"2. LoCoMo {name}: {len(by_conversation[name])} turns ...")
+        results.append(run_conversation(name, by_conversation[name], cpu))
+    cpu.source = f"LoCoMo turns ({', '.join(names)})"
+    total = ConversationResult("**total**", 0, StructuringStats(), Counter(), [])
+    for result in results:
+        total.turns += result.turns
+        add_stats(total.stats, result.stats)
+        total.types.update(result.types)
+    out(
+        f"{data_path}: {len(names)} of {len(by_conversation)} conversations"
+        + (" (--quick: the first only)" if len(names) < len(by_conversation) else "")
+        + ". Every turn a `message` event (`Turn.payload()`: speaker as `name`, image captions as "
+        "attachments), stream = conversation, `occurredAt` = the session's date + the turn's index in "
+        "seconds, one remember call per turn and structured right after it, one project per "
+        "conversation. *structured*: the memories the structurer made (each turn's provisional memory "
+        "replaced by them); *superseded/canceled*: older memories the conversation's later turns retired; "
+        "*filed as history*: statements older than the memory they link to (none expected: turns arrive "
+        "in order).",
+        "",
+    )
+    out.table(
+        ["conversation", "turns", "structured", *MEMORY_TYPES, "superseded", "canceled", "filed as history"],
+        [result.row() for result in results] + [total.row()],
+    )
+    all_links = [(result.conversation, *link) for result in results for link in result.links]
+    sample = random.Random(AUDIT_SEED).sample(all_links, min(AUDIT_LINKS, len(all_links)))
+    sample.sort(key=lambda link: (link[0], link[1]))
+    out(
+        f"{len(sample)} of the {len(all_links)} links, sampled with random.Random({AUDIT_SEED}) (links "
+        f"sorted by conversation and turn first), for a manual audit; texts cut at {AUDIT_CHARS} characters:",
+        "",
+    )
+    out.table(
+        ["#", "conversation", "kind", "old memory", "new memory", "the new memory's turn"],
+        [
+            [i, conv, kind, short(old), short(new), short(said)]
+            for i, (conv, _, kind, old, new, said) in enumerate(sample, 1)
+        ],
+    )
+    return {
+        "data": str(data_path),
+        "conversations": [
+            {
+                "conversation": r.conversation,
+                "turns": r.turns,
+                "structured": r.stats.memories,
+                "types": dict(r.types),
+                "superseded": r.stats.superseded,
+                "canceled": r.stats.canceled,
+                "filedAsHistory": r.stats.filed_as_history,
+                "refused": r.stats.refused,
+                "conflicts": r.stats.conflicts,
+            }
+            for r in results
+        ],
+        "links": len(all_links),
+        "auditSample": [
+            {"conversation": conv, "kind": kind, "old": old, "new": new, "newTurn": said}
+            for conv, _, kind, old, new, said in sample
+        ],
+    }
+
+
+# --- 3a. CPU and 3c. Bedrock estimate -------------------------------------------------------------
+
+
+def distribution(values: Sequence[float]) -> list[float]:
+    return [percentile(values, 0.5), percentile(values, 0.95), sum(values) / len(values) if values else 0.0]
+
+
+def section_cpu(out: Output, cpu: CpuSamples) -> dict[str, Any]:
+    out(
+        "## 3. Cost",
+        "",
+        "### 3a. CPU per event, in memory",
+        "",
+        f"Over {len(cpu.step)} events ({cpu.source}), `time.process_time()` deltas in this process. "
+        "*structurer*: `RuleStructurer.structure` with the real candidate search (`CandidateFinder` over the "
+        "in-memory term index: postings read, BM25, memory items checked); *structure step*: "
+        "`StructuringService.structure_job` of a one-event job (job start, provisional memory, plan, "
+        "link resolution, staging with indexing, commit, unindexing, postings moved, job finish) on the "
+        "in-memory stores: no I/O, so this is the Python work a worker does besides its DynamoDB calls.",
+        "",
+    )
+    rows = [
+        ["structurer (RuleStructurer.structure + search)", *(ms(v) for v in distribution(cpu.structurer))],
+        ["whole structure step (structure_job)", *(ms(v) for v in distribution(cpu.step))],
+    ]
+    out.table(["", "p50 ms", "p95 ms", "mean ms"], rows)
+    return {
+        "source": cpu.source,
+        "events": len(cpu.step),
+        "structurerMs": dict(
+            zip(("p50", "p95", "mean"), (ms(v) for v in distribution(cpu.structurer)), strict=True)
+        ),
+        "stepMs": dict(zip(("p50", "p95", "mean"), (ms(v) for v in distribution(cpu.step)), strict=True)),
+    }
+
+
+def section_bedrock(out: Output, cpu: CpuSamples) -> dict[str, Any]:
+    tokens = [float(t) for t in cpu.prompt_tokens]
+    fixed = fixed_prompt_tokens()
+    p50, p95, mean = distribution(tokens)
+    out(
+        "### 3c. Bedrock structurer (not run: no network here)",
+        "",
+        f"Model calls per event: **1** (+ retries: at most {BEDROCK_ATTEMPTS} attempts; after that, or on a "
+        "non-retryable error, the rules answer instead). Input tokens per event: **an estimate**, "
+        "`kaibo_core.tokens.count_tokens` (a conservative upper count for common BPE tokenizers) over "
+        "the exact request text: `SYSTEM_PROMPT` + the tool (name, description, JSON schema) = "
+        f"{fixed} tokens on every call, + `build_user_message(event, candidates, nonce)` with the "
+        f"candidates the Bedrock structurer's own search (the event's text, at most {MAX_QUERY_CHARS} "
+        f"characters) finds among the memories the rules made, over {len(tokens)} events ({cpu.source}). "
+        "Not counted: the provider's own tool-use preamble and the output tokens (the model's JSON: "
+        "depends on the model).",
+        "",
+    )
+    out.table(
+        ["", "p50", "p95", "mean"],
+        [
+            ["estimated input tokens per call", p50, p95, mean],
+            ["  of which the user message", p50 - fixed, p95 - fixed, mean - fixed],
+            ["candidates in the prompt", *distribution([float(c) for c in cpu.candidates])],
+        ],
+    )
+    return {
+        "callsPerEvent": 1,
+        "maxAttempts": BEDROCK_ATTEMPTS,
+        "fixedTokens": fixed,
+        "estimatedInputTokens": {"p50": p50, "p95": p95, "mean": mean},
+        "events": len(tokens),
+    }
+
+
+# --- 3b. DynamoDB write units per event ----------------------------------------------------------
+
+
+class StructuringMeter(DynamoMeter):
+    """DynamoMeter with the Jobs table named, and single-item UpdateItems estimated like the
+    transactional ones (the key plus the attributes they set) instead of the key alone."""
+
+    def __init__(self, client: DynamoDBClient, tables: dict[str, str]) -> None:
+        super().__init__(client, tables)
+        self._part[tables["JobsTable"]] = "jobs"
+
+    def _writes(self, operation: str, body: dict[str, Any]) -> defaultdict[str, float]:
+        writes = super()._writes(operation, body)
+        if operation == "UpdateItem":
+            part = self._part.get(body.get("TableName", ""), "other")
+            names = body.get("ExpressionAttributeNames", {})
+            values = body.get("ExpressionAttributeValues", {})
+            estimate = item_size(body["Key"]) + sum(
+                item_size({names.get(name, name.lstrip(":")): value}) for name, value in values.items()
+            )
+            writes[f"wcu:{part}"] += write_units(estimate, False) - write_units(item_size(body["Key"]), False)
+        return writes
+
+
+class Phases:
+    """What the meter counted while each named step ran (the outermost step only)."""
+
+    def __init__(self, meter: DynamoMeter) -> None:
+        self._meter = meter
+        self._active: str | None = None
+        self.totals: defaultdict[str, defaultdict[str, float]] = defaultdict(lambda: defaultdict(float))
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        if self._active is not None:
+            yield
+            return
+        self._active = name
+        before = self._meter.snapshot()
+        try:
+            yield
+        finally:
+            for counter, value in self._meter.since(before).items():
+                self.totals[name][counter] += value
+            self._active = None
+
+
+class PhasedStructuringStore(DynamoStructuringStore):
+    phases: Phases
+
+    def claim_plan(self, project: ProjectId, provisional_id: str, plan: str) -> tuple[PlanClaim, str | None]:
+        with self.phases("plan"):
+            return super().claim_plan(project, provisional_id, plan)
+
+    def stage(self, memory: MemoryRecord) -> bool:
+        with self.phases("stage"):
+            return super().stage(memory)
+
+    def commit(self, project: ProjectId, change: StructuringCommit) -> CommitOutcome:
+        with self.phases("commit"):
+            return super().commit(project, change)
+
+    def unindex(self, memory: MemoryRecord) -> None:
+        with self.phases("unindex"):
+            super().unindex(memory)
+
+    def move_to_history(self, memory: MemoryRecord) -> None:
+        with self.phases("history"):
+            super().move_to_history(memory)
+
+    def get(self, project: ProjectId, memory_id: str) -> MemoryRecord | None:
+        with self.phases("reads"):
+            return super().get(project, memory_id)
+
+    def get_many(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, MemoryRecord]:
+        with self.phases("reads"):
+            return super().get_many(project, memory_ids)
+
+    def index_new(self, memory: MemoryRecord) -> bool:
+        with self.phases("provisional"):  # only when remember failed to index it
+            return super().index_new(memory)
+
+
+class PhasedTermIndex(DynamoTermIndex):
+    phases: Phases
+
+    def read(
+        self, project: ProjectId, terms: Sequence[str], limit: int, history: bool
+    ) -> tuple[list[TermRead], CorpusStats]:
+        with self.phases("search"):
+            return super().read(project, terms, limit, history)
+
+
+class PhasedJobStore(DynamoJobStore):
+    phases: Phases
+
+    def start(self, project: ProjectId, job_id: str, now: str) -> JobRecord | None:
+        with self.phases("job"):
+            return super().start(project, job_id, now)
+
+    def finish(self, project: ProjectId, job_id: str, memory_ids: list[str], now: str) -> None:
+        with self.phases("job"):
+            super().finish(project, job_id, memory_ids, now)
+
+
+class NoQueue:
+    """The job queue: remember announces each job here; this benchmark structures it itself."""
+
+    def send(self, project: ProjectId, job_id: str) -> None:
+        pass
+
+
+#: Structuring steps, in order, with what the table calls them.
+STEPS: Final = (
+    ("job", "job start + finish (Jobs)"),
+    ("reads", "memory item reads (provisional, candidates, link targets)"),
+    ("search", "candidate search (term index Queries)"),
+    ("plan", "plan (conditional UpdateItem of the provisional memory)"),
+    ("stage", "stage: index the structured memories"),
+    ("commit", "commit (one transaction)"),
+    ("unindex", "unindex the provisional memory"),
+    ("history", "move retired memories' postings to history"),
+    ("provisional", "index a missing provisional memory"),
+    ("other", "other (event reads)"),
+)
+
+
+def counted(counts: dict[str, float], prefix: str) -> float:
+    return sum(value for name, value in counts.items() if name.startswith(prefix))
+
+
+def section_writes(out: Output, texts: Sequence[tuple[str, dict[str, Any]]], source: str) -> dict[str, Any]:
+    progress(f"3b. {len(texts)} events remembered and structured against the emulator ...")
+    os.environ.update(FAKE_AWS)
+    for name in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        os.environ.pop(name, None)
+    with faster_moto() as patched, start_emulator() as emulator:
+        os.environ["AWS_ENDPOINT_URL"] = emulator.endpoint_url
+        dynamodb_client.cache_clear()
+        client = dynamodb_client()
+        tables = create_tables(client, load_template(), secrets.token_hex(4))
+        meter = StructuringMeter(client, tables)
+        phases = Phases(meter)
+        jobs = PhasedJobStore(client, tables["JobsTable"])
+        jobs.phases = phases
+        events = DynamoEventStore(client, tables["EventsTable"], tables["IdempotencyTable"], jobs=jobs)
+        remember = RememberService(
+            events,
+            DynamoMemoryStore(client, tables["MemoriesTable"], tables["TermIndexTable"]),
+            jobs=NoQueue(),
+        )
+        store = PhasedStructuringStore(client, tables["MemoriesTable"], tables["TermIndexTable"])
+        store.phases = phases
+        index = PhasedTermIndex(client, tables["TermIndexTable"])
+        index.phases = phases
+        structuring = StructuringService(events, store, index, RuleStructurer())
+        project = ProjectId(project_id())
+        remembered: defaultdict[str, float] = defaultdict(float)
+        structured: defaultdict[str, float] = defaultdict(float)
+        stats = StructuringStats()
+        for done, (stream, body) in enumerate(texts, 1):
+            before = meter.snapshot()
+            outcome = remember.remember(
+                project, RememberRequest.model_validate({"stream": stream, "events": [body]})
+            )
+            if outcome.appended != 1 or outcome.index_failures or outcome.job_id is None:
+                raise RuntimeError(f"unexpected remember outcome: {outcome}")
+            for name, value in meter.since(before).items():
+                remembered[name] += value
+            before = meter.snapshot()
+            add_stats(stats, structuring.structure_job(project, outcome.job_id, jobs))
+            for name, value in meter.since(before).items():
+                structured[name] += value
+            if done % 50 == 0:
+                progress(f"  {done}/{len(texts)}")
+        # Memory items over 1 KB: their UpdateItems bill the whole item (the larger of before and after).
+        scanned = client.scan(TableName=tables["MemoriesTable"])["Items"]
+        large = sum(1 for item in scanned if item_size(item) > 1024)
+    n = float(len(texts))
+    step_totals = {name: dict(phases.totals.get(name, {})) for name, _ in STEPS if name != "other"}
+    step_totals["other"] = {
+        counter: structured.get(counter, 0.0) - sum(t.get(counter, 0.0) for t in step_totals.values())
+        for counter in structured
+    }
+
+    def row(name: str, counts: dict[str, float]) -> list[object]:
+        return [
+            name,
+            counted(counts, "requests:") / n,
+            counted(counts, "transactions:") / n,
+            counted(counts, "wcu:") / n,
+            counted(counts, "rcu:") / n,
+        ]
+
+    remember_parts = [
+        (
+            "events part (events, idempotency keys, stream head)",
+            {k: v for k, v in remembered.items() if k == "wcu:events"},
+        ),
+        ("job item (in the same transaction)", {k: v for k, v in remembered.items() if k == "wcu:jobs"}),
+        ("provisional memory's index", {k: v for k, v in remembered.items() if k == "wcu:index"}),
+    ]
+    out(
+        "### 3b. DynamoDB requests and write units per event",
+        "",
+        f"{len(texts)} events ({source}), one per remember call into one project, each job structured "
+        "right after (`RememberService` with `DynamoEventStore(jobs=DynamoJobStore)`, `DynamoMemoryStore`; "
+        "`StructuringService` with `DynamoStructuringStore`, `DynamoTermIndex`, `RuleStructurer`), in this "
+        "process against the emulator (moto "
+        + ("sped up: " + "; ".join(patched) if patched else "unpatched")
+        + "). Requests and units from botocore hooks (bench/recall_cost.py's `DynamoMeter`): 2 WCU per "
+        "started KB of each item in a transaction (an Update's item estimated as its key plus the "
+        "attributes it sets), 1 per KB outside one (UpdateItem estimated the same way); RCU 1 per 4 KB "
+        "strongly consistent. Steps are attributed by wrapping the stores' methods.",
+        "",
+    )
+    headers = ["", "requests/event", "transactions/event", "WCU/event", "RCU/event"]
+    out.table(
+        headers,
+        [row("**remember** (total)", dict(remembered))]
+        + [[f"  {name}", "", "", counted(counts, "wcu:") / n, ""] for name, counts in remember_parts]
+        + [row("**structuring** (total)", dict(structured))]
+        + [row(f"  {label}", step_totals[name]) for name, label in STEPS if any(step_totals[name].values())]
+        + [
+            row(
+                "**remember + structuring**",
+                {k: remembered.get(k, 0.0) + structured.get(k, 0.0) for k in {*remembered, *structured}},
+            )
+        ],
+    )
+    per_event = {
+        "memories": stats.memories / n,
+        "postings staged": (step_totals["stage"].get("actions:index:Put", 0.0) - stats.memories) / n,
+        "postings deleted by unindex": step_totals["unindex"].get("actions:index:Delete", 0.0) / n,
+        "postings moved to history": step_totals["history"].get("actions:index:Put", 0.0) / n,
+        "memories retired": (stats.superseded + stats.canceled) / n,
+        "cancelled transactions": counted(structured, "errors:") + counted(remembered, "errors:"),
+    }
+    out.table(["per event", "value"], [[name, value] for name, value in per_event.items()])
+    out(
+        f"Memory items over 1 KB: {large} of {len(scanned)} (an UpdateItem of those bills the whole item, "
+        "more than the estimate above).",
+        "",
+    )
+    return {
+        "events": len(texts),
+        "source": source,
+        "rememberPerEvent": {k: v / n for k, v in sorted(remembered.items())},
+        "structuringPerEvent": {k: v / n for k, v in sorted(structured.items())},
+        "steps": {
+            name: {k: v / n for k, v in sorted(counts.items()) if v} for name, counts in step_totals.items()
+        },
+        "rememberWcuPerEvent": counted(remembered, "wcu:") / n,
+        "structuringWcuPerEvent": counted(structured, "wcu:") / n,
+        "perEvent": per_event,
+        "memoryItemsOver1KB": large,
+        "memoryItems": len(scanned),
+    }
+
+
+# --- 3d. remember -> structured with wait: true ----------------------------------------------------
+
+
+def section_wait(out: Output, texts: Sequence[tuple[str, dict[str, Any]]], source: str) -> dict[str, Any]:
+    progress(f"3d. starting the local stack for {len(texts)} remember calls with wait: true ...")
+    latencies: list[float] = []
+    statuses: Counter[str] = Counter()
+    warmup: list[float] = []
+    containers = int(os.environ.get("KAIBO_LOCAL_CONTAINERS", DEFAULT_CONTAINERS))
+    started = time.perf_counter()
+    with real_stdout_only():
+        stack = start_stack(port=0)
+        try:
+            startup = time.perf_counter() - started
+            client = KaiboClient(stack.endpoint, stack.api_key, timeout=60)
+            for position, (stream, body) in enumerate(texts):
+                begun = time.perf_counter()
+                answer = client.remember(stream, [body], wait=True)
+                spent = time.perf_counter() - begun
+                status = str((answer.get("job") or {}).get("status", "none"))
+                if position < WAIT_WARMUP:
+                    warmup.append(spent)  # the containers' first invocations: reported apart
+                    continue
+                statuses[status] += 1
+                latencies.append(spent)
+        finally:
+            stack.stop()
+    done = statuses.get("done", 0)
+    p50, p95, mean = distribution(latencies)
+    out(
+        "### 3d. remember → structured with `wait: true` (local stack)",
+        "",
+        f"`kaibo_local.stack.start_stack(port=0)` in this process (started in {startup:.1f} s), "
+        f"`KaiboClient.remember(stream, [event], wait=True)` {len(latencies)} times, one event each "
+        f"({source}), timed with `time.perf_counter()` around the call. The remember handler "
+        "polls the job (50 ms, doubling to 500 ms) until the structure function, fed by the stack's SQS "
+        f"poller, marks it done. The first {len(warmup)} calls warmed the {containers} containers "
+        f"(worker processes importing the handlers) up: {', '.join(f'{ms(w):.0f}' for w in warmup)} ms, not "
+        "counted. Everything (emulator, front, workers) shares this machine's "
+        "cores: this is the local stack, not AWS.",
+        "",
+    )
+    out.table(
+        ["", "calls", "job done", "p50 ms", "p95 ms", "mean ms", "max ms"],
+        [
+            [
+                "remember, wait: true",
+                len(latencies),
+                done,
+                ms(p50),
+                ms(p95),
+                ms(mean),
+                ms(max(latencies, default=0.0)),
+            ]
+        ],
+    )
+    if done != len(latencies):
+        out(f"WARNING: not every job was done when remember answered: {dict(statuses)}.", "")
+    return {
+        "calls": len(latencies),
+        "statuses": dict(statuses),
+        "warmupMs": [ms(w) for w in warmup],
+        "ms": {"p50": ms(p50), "p95": ms(p95), "mean": ms(mean), "max": ms(max(latencies, default=0.0))},
+        "stackStartSeconds": startup,
+    }
+
+
+# --- Main -----------------------------------------------------------------------------------------
+
+
+def cost_events(data_path: Path, count: int, prefix: str) -> tuple[list[tuple[str, dict[str, Any]]], str]:
+    """``count`` events for the cost sections: LoCoMo turns in order, else the scenarios' texts."""
+    if data_path.is_file():
+        turns = load_locomo(data_path).turns[:count]
+        events = []
+        for turn in turns:
+            body = event_body(turn)
+            body["idempotencyKey"] = f"{prefix}:{turn.key}"
+            events.append((turn.conversation, body))
+        return events, f"the first {len(turns)} LoCoMo turns"
+    scenario_events = [event for scenario in load_scenarios() for event in scenario["events"]][:count]
+    return [
+        (
+            DEFAULT_STREAM,
+            {
+                "kind": "message",
+                "idempotencyKey": f"{prefix}:{position}",
+                "occurredAt": event["occurredAt"],
+                "payload": {"role": "user", "text": event["text"]},
+            },
+        )
+        for position, event in enumerate(scenario_events)
+    ], f"{len(scenario_events)} scenario texts"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument(
+        "--quick", action="store_true", help="one LoCoMo conversation, fewer events (< 2 minutes)"
+    )
+    parser.add_argument(
+        "--data", type=Path, default=DEFAULT_DATA, help="locomo-dev.json (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--json", type=Path, default=None, metavar="PATH", help="also write the results as JSON"
+    )
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    data_path: Path = args.data
+    out = Output()
+    out(
+        f"# Kaibo structuring evaluation ({'quick' if args.quick else 'full'} run)",
+        "",
+        f"Run {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} on {machine()}.",
+        "",
+        "How to read: section 1 is quality on hand-labelled scenarios (written alongside the rules, so it "
+        "shows consistency more than generalisation); section 2 shows what the rules do on real chat, with "
+        "a sample of links to audit by hand (there are no gold labels); section 3 is cost per event: CPU "
+        "in memory, DynamoDB writes against the emulator (what the same code sends to DynamoDB), an "
+        "estimate of Bedrock prompt tokens, and `wait: true` latency on the local stack (not AWS).",
+        "",
+    )
+    results: dict[str, Any] = {"machine": machine(), "quick": args.quick}
+    cpu = CpuSamples(source="the scenarios' events")
+    scenario_cpu = CpuSamples()
+    results["scenarios"] = section_scenarios(out, scenario_cpu)
+    results["locomo"] = section_locomo(out, data_path, sizes, cpu)
+    if not cpu.step:
+        cpu = scenario_cpu
+        cpu.source = "the scenarios' events (no LoCoMo data)"
+    results["cpu"] = section_cpu(out, cpu)
+    texts, source = cost_events(data_path, sizes.write_events, "writes")
+    results["writes"] = section_writes(out, texts, source)
+    results["bedrock"] = section_bedrock(out, cpu)
+    wait_texts, wait_source = cost_events(data_path, sizes.wait_calls + WAIT_WARMUP, "wait")
+    results["wait"] = section_wait(out, wait_texts, wait_source)
+    elapsed = time.perf_counter() - _STARTED
+    out(f"Done in {elapsed:.0f} s.")
+    results["seconds"] = elapsed
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
+    progress(f"done in {elapsed:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

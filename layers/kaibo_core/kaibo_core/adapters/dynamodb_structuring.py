@@ -1,0 +1,290 @@
+"""The writes of structuring in DynamoDB (docs/structuring.md; plans and commits in
+kaibo_core.structuring.plan).
+
+Order of writes for one event, each step idempotent so that a redelivered or
+concurrent duplicate job converges on the same state:
+
+1. ``claim_plan``: the drafts are stored on the provisional memory, only if it is
+   still ``provisional`` and has no plan yet (a forgotten event's memory refuses).
+2. ``stage``: each structured memory is indexed exactly once with its item in status
+   ``staged`` (invisible: recall's item check hides it).
+3. ``commit``: one transaction switches the provisional memory to ``replaced``, the
+   staged memories to their status, and applies the links (retire an ``active`` memory
+   once; file a late older statement behind a newer one). Conditioned on the
+   provisional memory still being ``provisional``: a forget in between refuses it.
+4. ``unindex`` the replaced provisional memory and ``move_to_history`` the retired
+   ones: postings are hints, so this only keeps reads small; it is chunked and
+   conditional like indexing, and a retry completes it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from botocore.exceptions import ClientError
+
+from kaibo_core import storage_keys
+from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore, _backoff, posting_item
+from kaibo_core.adapters.dynamodb_values import key, n, s, strings
+from kaibo_core.indexing import TermEntry, memory_terms, plan_index
+from kaibo_core.models.memories import MemoryRecord
+from kaibo_core.storage_keys import ProjectId
+from kaibo_core.structuring.plan import CommitOutcome, StructuringCommit, require_staged
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
+PlanClaim = Literal["claimed", "existing", "refused"]
+_GONE = ("tombstoned", "purged")
+
+
+def _canceled_reasons(exc: ClientError) -> list[str | None]:
+    if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+        raise exc
+    return [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
+
+
+class DynamoStructuringStore(DynamoMemoryStore):
+    # -- 1. plan --------------------------------------------------------------------------------
+
+    def claim_plan(self, project: ProjectId, provisional_id: str, plan: str) -> tuple[PlanClaim, str | None]:
+        """Store ``plan`` on the provisional memory unless one is there: (outcome, the plan to use)."""
+        try:
+            self._client.update_item(
+                TableName=self._memories,
+                Key=key(storage_keys.memory_key(project, provisional_id)),
+                UpdateExpression="SET #plan = :plan",
+                ConditionExpression="attribute_exists(pk) AND #status = :provisional "
+                "AND attribute_not_exists(#plan)",
+                ExpressionAttributeNames={"#plan": "plan", "#status": "status"},
+                ExpressionAttributeValues={":plan": s(plan), ":provisional": s("provisional")},
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            return self._existing_plan(project, provisional_id)
+        return "claimed", plan
+
+    def _existing_plan(self, project: ProjectId, provisional_id: str) -> tuple[PlanClaim, str | None]:
+        response = self._client.get_item(
+            TableName=self._memories,
+            Key=key(storage_keys.memory_key(project, provisional_id)),
+            ConsistentRead=True,
+            ProjectionExpression="#status, #plan",
+            ExpressionAttributeNames={"#status": "status", "#plan": "plan"},
+        )
+        item: dict[str, Any] = dict(response.get("Item") or {})
+        status = item.get("status", {}).get("S")
+        if status in {"provisional", "replaced"} and "plan" in item:
+            return "existing", str(item["plan"]["S"])
+        return "refused", None
+
+    # -- 2. stage: DynamoMemoryStore.index_new of a memory in status ``staged`` --------------------
+
+    def stage(self, memory: MemoryRecord) -> bool:
+        return self.index_new(require_staged(memory))
+
+    # -- 3. commit ------------------------------------------------------------------------------
+
+    def commit(self, project: ProjectId, change: StructuringCommit) -> CommitOutcome:
+        actions = self._commit_actions(project, change)
+        for attempt in range(8):
+            try:
+                self._client.transact_write_items(TransactItems=actions)
+            except ClientError as exc:
+                reasons = _canceled_reasons(exc)
+                if reasons[:1] == ["ConditionalCheckFailed"]:
+                    return self._why_not_provisional(project, change)
+                if "ConditionalCheckFailed" in reasons:
+                    return "conflict"  # a link's target changed: the caller re-resolves
+                if all(code in {"None", "TransactionConflict", None} for code in reasons):
+                    self._sleep(_backoff(attempt))
+                    continue
+                raise
+            return "committed"
+        return "conflict"
+
+    def _why_not_provisional(self, project: ProjectId, change: StructuringCommit) -> CommitOutcome:
+        provisional = self.get(project, change.provisional_id)
+        if provisional is None or provisional.status in _GONE:
+            return "refused"
+        if provisional.status == "replaced" and list(provisional.replaced_by) == change.structured_ids:
+            return "already_committed"
+        raise RuntimeError(f"provisional memory in unexpected state {provisional.status!r}")
+
+    def _update(
+        self,
+        project: ProjectId,
+        memory_id: str,
+        expression: str,
+        condition: str,
+        values: dict[str, Any],
+    ) -> TransactWriteItemTypeDef:
+        update: dict[str, Any] = {
+            "TableName": self._memories,
+            "Key": key(storage_keys.memory_key(project, memory_id)),
+            "UpdateExpression": expression,
+            "ConditionExpression": condition,
+            "ExpressionAttributeValues": values,
+        }
+        if "#status" in expression or "#status" in condition:  # DynamoDB refuses unused names
+            update["ExpressionAttributeNames"] = {"#status": "status"}
+        return {"Update": update}  # type: ignore[typeddict-item]
+
+    def _commit_actions(
+        self, project: ProjectId, change: StructuringCommit
+    ) -> list[TransactWriteItemTypeDef]:
+        actions = [
+            self._update(
+                project,
+                change.provisional_id,
+                "SET #status = :replaced, replacedBy = :ids",
+                "#status = :provisional",
+                {
+                    ":replaced": s("replaced"),
+                    ":ids": strings(change.structured_ids),
+                    ":provisional": s("provisional"),
+                },
+            )
+        ]
+        for memory in change.structured:
+            # The final state as resolved now: a re-resolution may have changed it since staging.
+            values: dict[str, Any] = {
+                ":becomes": s(memory.status),
+                ":staged": s("staged"),
+                ":supersedes": strings(memory.supersedes),
+                ":by": strings(memory.superseded_by),
+            }
+            expression = "SET #status = :becomes, supersedes = :supersedes, supersededBy = :by"
+            if memory.valid_to is not None:
+                values[":validTo"] = s(memory.valid_to)
+                expression += ", validTo = :validTo REMOVE becomes"
+            else:
+                expression += " REMOVE becomes, validTo"
+            actions.append(self._update(project, memory.id, expression, "#status = :staged", values))
+        for retire in change.retire:
+            actions.append(
+                self._update(
+                    project,
+                    retire.memory_id,
+                    "SET #status = :retired, validTo = :validTo, "
+                    "supersededBy = list_append(if_not_exists(supersededBy, :none), :by)",
+                    "#status = :active",
+                    {
+                        ":retired": s(retire.status),
+                        ":validTo": s(retire.valid_to),
+                        ":none": strings([]),
+                        ":by": strings([retire.by]),
+                        ":active": s("active"),
+                    },
+                )
+            )
+        for behind in change.file_behind:
+            actions.append(
+                self._update(
+                    project,
+                    behind.memory_id,
+                    "SET supersedes = list_append(if_not_exists(supersedes, :none), :older)",
+                    "attribute_exists(pk) AND NOT #status IN (:tombstoned, :purged)",
+                    {
+                        ":none": strings([]),
+                        ":older": strings([behind.older]),
+                        ":tombstoned": s("tombstoned"),
+                        ":purged": s("purged"),
+                    },
+                )
+            )
+        return actions
+
+    def abandon_staged(self, project: ProjectId, memory_ids: list[str]) -> None:
+        """Staged memories of a refused commit (their event was forgotten): tombstoned, text removed."""
+        for memory_id in memory_ids:
+            try:
+                self._client.update_item(
+                    TableName=self._memories,
+                    Key=key(storage_keys.memory_key(project, memory_id)),
+                    UpdateExpression="SET #status = :tombstoned REMOVE content",
+                    ConditionExpression="#status = :staged",
+                    ExpressionAttributeNames={"#status": "status"},
+                    ExpressionAttributeValues={":tombstoned": s("tombstoned"), ":staged": s("staged")},
+                )
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                    raise
+
+    # -- 4. postings follow the items -------------------------------------------------------------
+
+    def unindex(self, memory: MemoryRecord) -> None:
+        """Remove a (replaced) memory's current-side postings and its counts, exactly once."""
+        project = ProjectId(memory.project_id)
+        plan = plan_index(memory.id, memory_terms(memory))
+        chunks = plan.chunks()
+        for number, chunk in enumerate(chunks):
+            actions: list[TransactWriteItemTypeDef] = []
+            for entry in chunk:
+                actions.append(self._delete_posting(project, "c", entry, memory.id))
+                actions.append(self._count(storage_keys.doc_freq_key(project, entry.term, plan.df_shard), -1))
+            if number == len(chunks) - 1:
+                actions.append(
+                    self._update(
+                        project,
+                        memory.id,
+                        "SET unindexed = :yes",
+                        "attribute_not_exists(unindexed)",
+                        {":yes": n(1)},
+                    )
+                )
+                actions.append(
+                    {
+                        "Update": {
+                            "TableName": self._index,
+                            "Key": key(storage_keys.corpus_key(project, plan.corpus_shard)),
+                            "UpdateExpression": "ADD docs :minus, #terms :dl",
+                            "ExpressionAttributeNames": {"#terms": "terms"},
+                            "ExpressionAttributeValues": {":minus": n(-1), ":dl": n(-plan.dl)},
+                        }
+                    }
+                )
+            self._transact(actions, memory_position=None)
+
+    def move_to_history(self, memory: MemoryRecord) -> None:
+        """Move a retired memory's postings from the current to the history side, with its new
+        status and ``validTo`` in them (no counts change: it is still one indexed memory)."""
+        project = ProjectId(memory.project_id)
+        plan = plan_index(memory.id, memory_terms(memory))
+        for chunk in plan.chunks():
+            actions: list[TransactWriteItemTypeDef] = []
+            for entry in chunk:
+                actions.append(self._delete_posting(project, "c", entry, memory.id))
+                actions.append(
+                    {
+                        "Put": {
+                            "TableName": self._index,
+                            "Item": posting_item(project, memory, "h", entry, plan.dl),
+                            "ConditionExpression": "attribute_not_exists(pk)",
+                        }
+                    }
+                )
+            if actions:
+                self._transact(actions, memory_position=None)
+
+    def _delete_posting(
+        self, project: ProjectId, side: str, entry: TermEntry, memory_id: str
+    ) -> TransactWriteItemTypeDef:
+        return {
+            "Delete": {
+                "TableName": self._index,
+                "Key": key(storage_keys.posting_key(project, side, entry.term, entry.impact, memory_id)),
+                "ConditionExpression": "attribute_exists(pk)",
+            }
+        }
+
+    def _count(self, item_key: dict[str, str], delta: int) -> TransactWriteItemTypeDef:
+        return {
+            "Update": {
+                "TableName": self._index,
+                "Key": key(item_key),
+                "UpdateExpression": "ADD df :delta",
+                "ExpressionAttributeValues": {":delta": n(delta)},
+            }
+        }

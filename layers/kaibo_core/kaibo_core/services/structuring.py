@@ -1,0 +1,366 @@
+"""structure: a job's events become typed, time-bounded memories (docs/structuring.md).
+
+For each event of the job, in order:
+
+1. Its provisional memory is made sure of (remember may have failed to index it).
+2. The structurer proposes drafts; the first plan stored for the event wins
+   (``claim_plan``), so duplicates, concurrent or late, make the same memories.
+3. Each link is resolved against the target's current state: an older statement
+   than its target is filed behind it as history; a newer one retires it. A target
+   already retired by someone else is followed to its current version (re-resolve).
+4. The structured memories are staged (indexed, invisible), then one transaction
+   switches them on, replaces the provisional memory and applies the links. A
+   forgotten event refuses the switch; a link whose target changed meanwhile is
+   resolved again.
+5. Postings follow the items: the replaced provisional memory is unindexed, retired
+   memories move to the history side.
+
+Every step is idempotent: a redelivered job repeats nothing that counts twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Final, Literal, Protocol
+
+from kaibo_core.clock import Clock, format_instant, instant_ms, utc_now
+from kaibo_core.models.events import EventRecord
+from kaibo_core.models.jobs import MAX_JOB_ATTEMPTS, JobRecord
+from kaibo_core.models.memories import MemoryRecord
+from kaibo_core.provisional import provisional_memory, provisional_memory_id
+from kaibo_core.recall.scoring import RecallFilters, score_postings, term_weights
+from kaibo_core.services.recall import TermIndex
+from kaibo_core.storage_keys import ProjectId
+from kaibo_core.structuring.drafts import (
+    DEFAULT_TIME_ZONE,
+    MAX_CANDIDATES,
+    MAX_DRAFTS_PER_EVENT,
+    CandidateMemory,
+    EventToStructure,
+    MemoryDraft,
+    Structurer,
+)
+from kaibo_core.structuring.plan import (
+    CommitOutcome,
+    FileBehind,
+    Retire,
+    StructuringCommit,
+    decode_plan,
+    encode_plan,
+    structured_memory_id,
+)
+from kaibo_core.text import query_terms
+
+log = logging.getLogger(__name__)
+
+#: Links are resolved again at most this often when their targets keep changing.
+MAX_RESOLVE_ROUNDS: Final = 4
+#: Following a retired target to its current version takes at most this many hops.
+MAX_CHAIN_HOPS: Final = 32
+#: Postings read per term when searching for candidates (the strongest first).
+CANDIDATE_POSTINGS_PER_TERM: Final = 50
+CANDIDATE_QUERY_TERMS: Final = 16
+#: Candidates are current in any time: 9999-12-31.
+_FAR_FUTURE_MS: Final = 253_402_300_799_000
+
+
+class EventReader(Protocol):
+    def get_events(self, project: ProjectId, locations: Sequence[tuple[str, int]]) -> list[EventRecord]: ...
+
+
+class StructuringStore(Protocol):
+    def get(self, project: ProjectId, memory_id: str) -> MemoryRecord | None: ...
+    def get_many(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, MemoryRecord]: ...
+    def index_new(self, memory: MemoryRecord) -> bool: ...
+    def claim_plan(self, project: ProjectId, provisional_id: str, plan: str) -> tuple[str, str | None]: ...
+    def stage(self, memory: MemoryRecord) -> bool: ...
+    def commit(self, project: ProjectId, change: StructuringCommit) -> CommitOutcome: ...
+    def abandon_staged(self, project: ProjectId, memory_ids: list[str]) -> None: ...
+    def unindex(self, memory: MemoryRecord) -> None: ...
+    def move_to_history(self, memory: MemoryRecord) -> None: ...
+
+
+class JobStore(Protocol):
+    def start(self, project: ProjectId, job_id: str, now: str) -> JobRecord | None: ...
+    def finish(self, project: ProjectId, job_id: str, memory_ids: list[str], now: str) -> None: ...
+    def fail(self, project: ProjectId, job_id: str, error: str, now: str) -> None: ...
+
+
+@dataclass
+class StructuringStats:
+    """What structuring did (logged and reported as numbers only: never text)."""
+
+    events: int = 0
+    memories: int = 0
+    superseded: int = 0
+    canceled: int = 0
+    filed_as_history: int = 0
+    refused: int = 0
+    conflicts: int = 0
+    replays: int = 0
+    links_dropped: int = 0
+    memory_ids: list[str] = field(default_factory=list)
+
+
+class CandidateFinder:
+    """Earlier current memories that a statement may refer to: a lexical search over the
+    current side of the term index, checked against the memory items (only ``active``)."""
+
+    def __init__(self, index: TermIndex, memories: StructuringStore) -> None:
+        self._index = index
+        self._memories = memories
+
+    def search(self, project: ProjectId, query: str, exclude: frozenset[str]) -> list[CandidateMemory]:
+        terms = query_terms(query)[:CANDIDATE_QUERY_TERMS]
+        if not terms:
+            return []
+        reads, corpus = self._index.read(project, terms, CANDIDATE_POSTINGS_PER_TERM, False)
+        weights = term_weights({r.term: r.doc_freq for r in reads}, corpus)
+        ranked, _ = score_postings(
+            {r.term: r.postings for r in reads}, weights, corpus, RecallFilters(as_of_ms=_FAR_FUTURE_MS)
+        )
+        top = [c for c in ranked if c.memory_id not in exclude][: MAX_CANDIDATES * 2]
+        found = self._memories.get_many(project, [c.memory_id for c in top])
+        candidates = []
+        for c in top:
+            memory = found.get(c.memory_id)
+            if memory is None or memory.status != "active" or memory.content is None:
+                continue
+            candidates.append(
+                CandidateMemory(
+                    memory_id=memory.id,
+                    type=memory.type,
+                    content=memory.content,
+                    valid_from=memory.valid_from,
+                    stream=memory.stream,
+                    subject=memory.subject,
+                    score=c.score,
+                )
+            )
+        return candidates[:MAX_CANDIDATES]
+
+
+class StructuringService:
+    def __init__(
+        self,
+        events: EventReader,
+        memories: StructuringStore,
+        index: TermIndex,
+        structurer: Structurer,
+        clock: Clock = utc_now,
+    ) -> None:
+        self._events = events
+        self._memories = memories
+        self._finder = CandidateFinder(index, memories)
+        self._structurer = structurer
+        self._clock = clock
+
+    # -- jobs -----------------------------------------------------------------------------------
+
+    def structure_job(self, project: ProjectId, job_id: str, jobs: JobStore) -> StructuringStats:
+        """Structure every event of a job and mark it done. Raises on a failure (the message is
+        retried); after MAX_JOB_ATTEMPTS the job is marked failed first."""
+        stats = StructuringStats()
+        job = jobs.start(project, job_id, self._now())
+        if job is None:
+            return stats  # finished already (a duplicate message) or unknown
+        try:
+            records = self._events.get_events(project, [(e.stream, e.seq) for e in job.events])
+            for record in records:
+                self.structure_event(project, record, stats)
+        except Exception as exc:
+            if job.attempts >= MAX_JOB_ATTEMPTS:
+                jobs.fail(project, job_id, f"structuring failed: {type(exc).__name__}", self._now())
+            raise
+        jobs.finish(project, job_id, stats.memory_ids, self._now())
+        return stats
+
+    # -- one event ------------------------------------------------------------------------------
+
+    def structure_event(self, project: ProjectId, event: EventRecord, stats: StructuringStats) -> list[str]:
+        stats.events += 1
+        provisional = self._provisional(project, event)
+        if provisional is None:
+            return []
+        if provisional.status == "replaced":
+            stats.replays += 1
+            stats.memory_ids.extend(provisional.replaced_by)
+            return list(provisional.replaced_by)
+        if provisional.status != "provisional" or provisional.content is None:
+            stats.refused += 1
+            return []
+        drafts = self._plan(project, event, provisional)
+        if drafts is None:
+            stats.refused += 1
+            return []
+        memory_ids = self._apply(project, provisional, drafts, stats)
+        stats.memory_ids.extend(memory_ids)
+        return memory_ids
+
+    def _provisional(self, project: ProjectId, event: EventRecord) -> MemoryRecord | None:
+        memory = self._memories.get(project, provisional_memory_id(event.id))
+        if memory is not None:
+            return memory
+        made = provisional_memory(event, self._now())
+        if made is None:
+            return None  # no text (or purged): nothing to structure
+        self._memories.index_new(made)
+        return self._memories.get(project, made.id)
+
+    def _plan(
+        self, project: ProjectId, event: EventRecord, provisional: MemoryRecord
+    ) -> list[MemoryDraft] | None:
+        assert provisional.content is not None
+        own = frozenset({provisional.id})
+        to_structure = EventToStructure(
+            event_id=event.id,
+            stream=event.stream,
+            seq=event.seq,
+            hash=event.hash,
+            kind=event.kind,
+            text=provisional.content,
+            occurred_at=event.occurred_at,
+            time_zone=event.time_zone or DEFAULT_TIME_ZONE,
+            supersedes=event.supersedes,
+            cancels=event.cancels,
+        )
+        drafts = self._structurer.structure(to_structure, lambda q: self._finder.search(project, q, own))
+        drafts = drafts[:MAX_DRAFTS_PER_EVENT] or [_whole_text_draft(to_structure)]
+        outcome, plan = self._memories.claim_plan(project, provisional.id, encode_plan(drafts))
+        return None if outcome == "refused" or plan is None else decode_plan(plan)
+
+    def _apply(
+        self,
+        project: ProjectId,
+        provisional: MemoryRecord,
+        drafts: list[MemoryDraft],
+        stats: StructuringStats,
+    ) -> list[str]:
+        base = [self._draft_memory(provisional, position, draft) for position, draft in enumerate(drafts, 1)]
+        staged: set[str] = set()
+        for _ in range(MAX_RESOLVE_ROUNDS):
+            change = self._resolve(project, provisional, base, drafts, stats)
+            for memory in change.structured:
+                if memory.id not in staged:
+                    self._memories.stage(replace(memory, status="staged", becomes=memory.status))
+                    staged.add(memory.id)
+            outcome = self._memories.commit(project, change)
+            if outcome == "conflict":
+                stats.conflicts += 1
+                continue
+            if outcome == "refused":
+                self._memories.abandon_staged(project, [m.id for m in change.structured])
+                stats.refused += 1
+                return []
+            if outcome == "committed":
+                self._count(change, stats)
+            self._follow_postings(project, provisional, change)
+            return change.structured_ids
+        raise RuntimeError("links kept changing while structuring; the job will be retried")
+
+    @staticmethod
+    def _draft_memory(provisional: MemoryRecord, position: int, draft: MemoryDraft) -> MemoryRecord:
+        return MemoryRecord(
+            project_id=provisional.project_id,
+            id=structured_memory_id(provisional.id, position),
+            status="active",
+            type=draft.type,
+            content=draft.content,
+            valid_from=draft.valid_from,
+            valid_to=None,
+            confidence=round(min(1.0, max(0.0, draft.confidence)), 3),
+            stream=provisional.stream,
+            source_events=provisional.source_events,
+            created_at=provisional.created_at,
+            subject=draft.subject,
+            replaces=provisional.id,
+        )
+
+    def _resolve(
+        self,
+        project: ProjectId,
+        provisional: MemoryRecord,
+        base: list[MemoryRecord],
+        drafts: list[MemoryDraft],
+        stats: StructuringStats,
+    ) -> StructuringCommit:
+        """The commit of ``drafts`` against the current state of every link target."""
+        own = {provisional.id, *(m.id for m in base)}
+        structured: list[MemoryRecord] = []
+        retire: list[Retire] = []
+        behind: list[FileBehind] = []
+        linked: set[str] = set()
+        for drafted, draft in zip(base, drafts, strict=True):
+            memory = drafted
+            for link in draft.links:
+                target = self._current_version(project, link.memory_id)
+                if target is None or target.id in own or target.id in linked:
+                    stats.links_dropped += target is None
+                    continue
+                linked.add(target.id)
+                if instant_ms(memory.valid_from) >= instant_ms(target.valid_from):
+                    status: Literal["superseded", "canceled"] = (
+                        "canceled" if link.kind == "cancels" else "superseded"
+                    )
+                    retire.append(Retire(target.id, status, memory.valid_from, memory.id))
+                    memory = replace(memory, supersedes=(*memory.supersedes, target.id))
+                elif memory.status == "active":
+                    # An older statement arriving late: history behind the newer memory.
+                    memory = replace(
+                        memory,
+                        status="superseded",
+                        valid_to=target.valid_from,
+                        superseded_by=(target.id,),
+                    )
+                    behind.append(FileBehind(target.id, memory.id))
+            structured.append(memory)
+        return StructuringCommit(provisional.id, tuple(structured), tuple(retire), tuple(behind))
+
+    def _current_version(self, project: ProjectId, memory_id: str) -> MemoryRecord | None:
+        """The memory a link names, or the version that replaced it since (None: not linkable)."""
+        memory = self._memories.get(project, memory_id)
+        for _ in range(MAX_CHAIN_HOPS):
+            if memory is None:
+                return None
+            if memory.status == "active":
+                return memory
+            if memory.status == "replaced" and len(memory.replaced_by) == 1:
+                following = memory.replaced_by[0]
+            elif memory.status == "superseded" and memory.superseded_by:
+                following = memory.superseded_by[-1]
+            else:
+                return None  # canceled, forgotten, staged or still provisional: leave it alone
+            memory = self._memories.get(project, following)
+        return None
+
+    def _follow_postings(
+        self, project: ProjectId, provisional: MemoryRecord, change: StructuringCommit
+    ) -> None:
+        self._memories.unindex(provisional)
+        retired = self._memories.get_many(project, [r.memory_id for r in change.retire])
+        for memory in retired.values():
+            if memory.status in {"superseded", "canceled"} and memory.content is not None:
+                self._memories.move_to_history(memory)
+        for memory in change.structured:
+            if memory.status != "active":
+                self._memories.move_to_history(memory)
+
+    @staticmethod
+    def _count(change: StructuringCommit, stats: StructuringStats) -> None:
+        stats.memories += len(change.structured)
+        stats.superseded += sum(1 for r in change.retire if r.status == "superseded")
+        stats.canceled += sum(1 for r in change.retire if r.status == "canceled")
+        stats.filed_as_history += len(change.file_behind)
+
+    def _now(self) -> str:
+        return format_instant(self._clock())
+
+
+def _whole_text_draft(event: EventToStructure) -> MemoryDraft:
+    """A structurer that proposes nothing still keeps the event's text: an episode."""
+    return MemoryDraft(type="episode", content=event.text, valid_from=event.occurred_at, confidence=0.5)
+
+
+StructurerFactory = Callable[[], Structurer]

@@ -1,0 +1,375 @@
+"""Structuring through the real handlers and the DynamoDB stores, against the emulator:
+jobs and their queue messages, the structure function's partial batch failures, the sweeper,
+concurrent duplicate delivery, racing superseders, a recall racing the provisional switch,
+and explain/jobs routes."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from kaibo_core import storage_keys
+from kaibo_core.adapters.dynamodb_events import DynamoEventStore
+from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
+from kaibo_core.adapters.dynamodb_jobs import DynamoJobStore
+from kaibo_core.adapters.dynamodb_structuring import DynamoStructuringStore
+from kaibo_core.adapters.dynamodb_values import key
+from kaibo_core.adapters.sqs_jobs import parse_job_message
+from kaibo_core.models.api import RecallRequest
+from kaibo_core.provisional import provisional_memory_id
+from kaibo_core.services.recall import RecallService
+from kaibo_core.services.structuring import StructuringService
+from kaibo_core.storage_keys import ProjectId
+from kaibo_local.workers import sqs_event
+from tests.fixtures.scripted_structurer import ScriptedStructurer
+from tests.integration.api import FakeLambdaContext, Reply, call, handler_module, project_context
+from tests.integration.test_remember_api import message, new_project, remember
+
+DEADLINE_SECONDS = 20
+
+
+@pytest.fixture
+def scripted(handler_env: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The structure function with a scripted structurer (these tests are about the pipeline)."""
+    module = handler_module("structure")
+    monkeypatch.setattr(module, "configured_structurer", lambda _settings: ScriptedStructurer())
+    module.service.cache_clear()
+    yield handler_env
+    module.service.cache_clear()
+
+
+def stores(stack: Any) -> tuple[StructuringService, DynamoStructuringStore, DynamoJobStore]:
+    client, tables = stack.dynamodb, stack.tables
+    memories = DynamoStructuringStore(client, tables["MemoriesTable"], tables["TermIndexTable"])
+    service = StructuringService(
+        DynamoEventStore(client, tables["EventsTable"], tables["IdempotencyTable"]),
+        memories,
+        DynamoTermIndex(client, tables["TermIndexTable"]),
+        ScriptedStructurer(),
+    )
+    return service, memories, DynamoJobStore(client, tables["JobsTable"])
+
+
+def take_job_messages(stack: Any, job_ids: set[str]) -> list[dict[str, Any]]:
+    """The queue's messages of ``job_ids`` (others are left for their own tests), polled to a deadline."""
+    url = stack.queues["StructuringQueue"]
+    found: dict[str, dict[str, Any]] = {}
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while set(found) != job_ids and time.monotonic() < deadline:
+        response = stack.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0)
+        for m in response.get("Messages", []):
+            _, job_id = parse_job_message(m["Body"])
+            if job_id in job_ids:
+                found[job_id] = m
+                stack.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+    assert set(found) == job_ids, f"job messages not found: {job_ids - set(found)}"
+    return list(found.values())
+
+
+def run_structure(stack: Any, messages: list[dict[str, Any]]) -> Any:
+    arn = f"arn:aws:sqs:us-east-1:123456789012:{stack.queues['StructuringQueue'].rsplit('/', 1)[-1]}"
+    return handler_module("structure").lambda_handler(sqs_event(messages, arn), FakeLambdaContext())
+
+
+def get_job(project: str, job_id: str) -> Reply:
+    return call(
+        "memories",
+        "GET",
+        f"/v1/jobs/{job_id}",
+        resource="/v1/jobs/{job_id}",
+        path_parameters={"job_id": job_id},
+        context=project_context(project, "read"),
+    )
+
+
+def explain(project: str, memory_id: str) -> Reply:
+    return call(
+        "memories",
+        "POST",
+        "/v1/explain",
+        body={"memoryId": memory_id},
+        context=project_context(project, "read"),
+    )
+
+
+def recall_ids(project: str, question: str) -> list[str]:
+    reply = call(
+        "recall", "POST", "/v1/recall", body={"question": question}, context=project_context(project)
+    )
+    assert reply.status == 200, reply.body
+    return [item["memoryId"] for item in reply.body["items"]]
+
+
+def test_given_a_remember_then_its_job_is_queued_by_id_only_and_structuring_makes_it_searchable(
+    scripted: Any,
+) -> None:
+    project = new_project()
+    reply = remember(
+        project, {"stream": "chat-1", "events": [message("k1", "The release target is July 13")]}
+    )
+    assert reply.status == 202, reply.body
+    job_id = reply.body["jobId"]
+    assert get_job(project, job_id).body["status"] == "queued"
+    (queued,) = take_job_messages(scripted, {job_id})
+    assert json.loads(queued["Body"]) == {"v": 1, "projectId": project, "jobId": job_id}  # ids, never text
+
+    assert run_structure(scripted, [queued]) == {"batchItemFailures": []}
+
+    job = get_job(project, job_id).body
+    provisional_id = reply.body["memories"][0]["id"]
+    assert job["status"] == "done"
+    assert job["eventIds"] == [reply.body["events"][0]["id"]]
+    assert job["memoryIds"] == [f"{provisional_id}-1"]
+    assert recall_ids(project, "release target") == job["memoryIds"]
+    chain = explain(project, job["memoryIds"][0]).body["chain"]
+    assert [(v["memoryId"], v["status"]) for v in chain] == [
+        (provisional_id, "replaced"),
+        (job["memoryIds"][0], "active"),
+    ]
+    assert chain[-1]["sourceEvents"] == [
+        {k: reply.body["events"][0][k] for k in ("stream", "seq", "hash")}
+        | {"eventId": reply.body["events"][0]["id"]}
+    ]
+
+
+def test_given_a_poison_message_in_a_batch_then_only_it_is_reported_failed(scripted: Any) -> None:
+    project = new_project()
+    reply = remember(project, {"stream": "chat-1", "events": [message("k1", "Ship on Friday")]})
+    (good,) = take_job_messages(scripted, {reply.body["jobId"]})
+    poison = {**good, "MessageId": "poison-1", "Body": "not a job"}
+    result = run_structure(scripted, [good, poison])
+    assert result == {"batchItemFailures": [{"itemIdentifier": "poison-1"}]}
+    assert get_job(project, reply.body["jobId"]).body["status"] == "done"
+
+
+def test_given_a_poison_message_on_the_queue_then_it_reaches_the_dead_letter_queue(scripted: Any) -> None:
+    """The template's redrive policy: after maxReceiveCount receives, SQS moves it to the DLQ."""
+    sqs, url, dlq = (
+        scripted.sqs,
+        scripted.queues["StructuringQueue"],
+        scripted.queues["StructuringDeadLetterQueue"],
+    )
+    sqs.send_message(QueueUrl=url, MessageBody="poison-for-the-dlq")
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    in_dlq: list[dict[str, Any]] = []
+    while not in_dlq and time.monotonic() < deadline:
+        for m in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0).get(
+            "Messages", []
+        ):
+            if m["Body"] == "poison-for-the-dlq":
+                result = run_structure(scripted, [m])
+                assert result == {"batchItemFailures": [{"itemIdentifier": m["MessageId"]}]}
+        received = sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10).get("Messages", [])
+        in_dlq = [m for m in received if m["Body"] == "poison-for-the-dlq"]
+    assert in_dlq, "the poison message never reached the DLQ"
+
+
+@pytest.fixture
+def own_tables(scripted: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Tables and queues of this test alone: the sweeper reads every project's pending jobs, and
+    the session's other tests leave thousands of them unstructured."""
+    import secrets
+    from dataclasses import replace
+
+    from kaibo_core.adapters.aws import dynamodb_client, sqs_client
+    from kaibo_core.settings import get_settings
+    from kaibo_local.template import create_tables, load_template
+    from kaibo_local.workers import create_queues
+
+    suffix = secrets.token_hex(4)
+    template = load_template()
+    stack = replace(
+        scripted,
+        tables=create_tables(scripted.dynamodb, template, suffix),
+        queues=create_queues(scripted.sqs, template, suffix),
+    )
+    for name, value in stack.function_env().items():
+        monkeypatch.setenv(name, value)
+    for cache in (get_settings, dynamodb_client, sqs_client):
+        cache.cache_clear()
+    return stack
+
+
+def test_given_a_lost_job_message_then_the_sweeper_requeues_it(
+    own_tables: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kaibo_core.adapters.sqs_jobs import SqsJobQueue
+
+    scripted = own_tables
+
+    def lost(self: Any, project: Any, job_id: str) -> None:
+        raise ConnectionError("SQS unreachable")
+
+    project = new_project()
+    with monkeypatch.context() as patched:
+        patched.setattr(SqsJobQueue, "send", lost)
+        reply = remember(project, {"stream": "chat-1", "events": [message("k1", "Ship on Friday")]})
+    assert reply.status == 202  # acknowledged all the same
+    job_id = reply.body["jobId"]
+    monkeypatch.setenv("KAIBO_SWEEP_AFTER_SECONDS", "1")
+    from kaibo_core.settings import get_settings
+
+    get_settings.cache_clear()
+    sweeper = handler_module("sweeper")
+    sweeper.stores.cache_clear()
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while time.monotonic() < deadline:
+        if sweeper.lambda_handler({}, FakeLambdaContext())["requeued"]:
+            break
+    messages = take_job_messages(scripted, {job_id})
+    run_structure(scripted, messages)
+    assert get_job(project, job_id).body["status"] == "done"
+    get_settings.cache_clear()
+
+
+def test_given_duplicates_of_a_job_delivered_concurrently_then_the_same_memories_are_made_once(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    reply = remember(
+        project,
+        {"stream": "chat-1", "events": [message(f"k{i}", f"Fact number {i} holds") for i in range(3)]},
+    )
+    job_id = reply.body["jobId"]
+    barrier = threading.Barrier(4)
+
+    def deliver() -> list[str]:
+        service, _, jobs = stores(handler_env)
+        barrier.wait()
+        return service.structure_job(ProjectId(project), job_id, jobs).memory_ids
+
+    with ThreadPoolExecutor(4) as pool:
+        results = [f.result() for f in [pool.submit(deliver) for _ in range(4)]]
+    made = {tuple(r) for r in results if r}
+    assert len(made) == 1, made
+    (ids,) = made
+    assert len(ids) == 3
+    corpus = handler_env.dynamodb.query(
+        TableName=handler_env.tables["TermIndexTable"],
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": storage_keys.corpus_pk(ProjectId(project))}},
+        ConsistentRead=True,
+    )["Items"]
+    assert sum(int(i["docs"]["N"]) for i in corpus) == 3  # three structured, three provisional gone
+
+
+def test_given_two_racing_superseders_then_one_wins_and_the_newest_stays_current(handler_env: Any) -> None:
+    project = ProjectId(new_project())
+    service, memories, jobs = stores(handler_env)
+    first = remember(
+        project,
+        {
+            "stream": "chat-1",
+            "events": [message("k1", "The release target is July 13", occurredAt="2026-06-01T09:00:00Z")],
+        },
+    )
+    service.structure_job(project, first.body["jobId"], jobs)
+    original = f"{first.body['memories'][0]['id']}-1"
+    racers = [
+        remember(
+            project,
+            {
+                "stream": "chat-1",
+                "events": [
+                    message(
+                        f"k{n}",
+                        f"The release target is July {day}",
+                        occurredAt=f"2026-06-0{n}T09:00:00Z",
+                        supersedes=[original],
+                    )
+                ],
+            },
+        )
+        for n, day in ((2, 17), (3, 20))
+    ]
+    barrier = threading.Barrier(2)
+
+    def race(reply: Reply) -> None:
+        racer, _, racer_jobs = stores(handler_env)
+        barrier.wait()
+        racer.structure_job(project, reply.body["jobId"], racer_jobs)
+
+    with ThreadPoolExecutor(2) as pool:
+        for f in [pool.submit(race, r) for r in racers]:
+            f.result()
+    old = memories.get(project, original)
+    second, third = (memories.get(project, f"{r.body['memories'][0]['id']}-1") for r in racers)
+    assert old is not None
+    assert second is not None
+    assert third is not None
+    assert old.status == "superseded"
+    assert len(old.superseded_by) == 1  # retired exactly once
+    assert third.status == "active"  # the newest statement is current, whoever committed first
+    assert second.status == "superseded"
+    assert second.valid_to == third.valid_from
+
+
+def test_given_a_recall_racing_the_provisional_switch_then_it_sees_exactly_one_of_the_pair(
+    handler_env: Any,
+) -> None:
+    project = ProjectId(new_project())
+    service, memories, jobs = stores(handler_env)
+    reply = remember(
+        project,
+        {"stream": "chat-1", "events": [message("k1", "The quarterly budget review moved to Thursday")]},
+    )
+    provisional_id = reply.body["memories"][0]["id"]
+    recall = RecallService(
+        DynamoTermIndex(handler_env.dynamodb, handler_env.tables["TermIndexTable"]), memories
+    )
+    request = RecallRequest(question="quarterly budget review")
+    done = threading.Event()
+    seen: list[list[str]] = []
+
+    def keep_recalling() -> None:
+        while not done.is_set():
+            answer, _ = recall.recall(project, request)
+            seen.append([item["memoryId"] for item in answer["items"]])
+
+    watcher = threading.Thread(target=keep_recalling)
+    watcher.start()
+    try:
+        service.structure_job(project, reply.body["jobId"], jobs)
+    finally:
+        done.set()
+        watcher.join()
+    answer, _ = recall.recall(project, request)
+    seen.append([item["memoryId"] for item in answer["items"]])
+    pair = {provisional_id, f"{provisional_id}-1"}
+    assert seen
+    assert all(len(pair & set(ids)) == 1 for ids in seen), seen
+    assert seen[-1] == [f"{provisional_id}-1"]
+
+
+def test_given_a_forgotten_source_event_then_a_later_structuring_write_is_refused(handler_env: Any) -> None:
+    project = ProjectId(new_project())
+    service, memories, jobs = stores(handler_env)
+    reply = remember(project, {"stream": "chat-1", "events": [message("k1", "My locker code is 4711")]})
+    provisional_id = reply.body["memories"][0]["id"]
+    handler_env.dynamodb.update_item(  # what forget does to the memory of the event
+        TableName=handler_env.tables["MemoriesTable"],
+        Key=key(storage_keys.memory_key(project, provisional_id)),
+        UpdateExpression="SET #s = :t REMOVE content",
+        ExpressionAttributeNames={"#s": "status"},
+        ExpressionAttributeValues={":t": {"S": "tombstoned"}},
+    )
+    stats = service.structure_job(project, reply.body["jobId"], jobs)
+    assert stats.refused == 1
+    assert memories.get(project, f"{provisional_id}-1") is None
+
+
+def test_given_unknown_ids_then_jobs_and_explain_answer_404(handler_env: Any) -> None:
+    project = new_project()
+    assert get_job(project, "job_nope").status == 404
+    assert get_job(project, "job_nope").body["error"]["code"] == "job_not_found"
+    assert explain(project, "mem_nope").status == 404
+    assert explain(project, "mem_nope").body["error"]["code"] == "memory_not_found"
+    other = remember(new_project(), {"stream": "s", "events": [message("k1", "secret of B")]})
+    assert get_job(project, other.body["jobId"]).status == 404  # another project's job: as unknown
+    assert provisional_memory_id(other.body["events"][0]["id"]) == other.body["memories"][0]["id"]

@@ -1,0 +1,364 @@
+"""RuleStructurer: drafts, change detection and links (docs/structuring-rules.md)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kaibo_core.models.memories import MemoryType
+from kaibo_core.structuring.drafts import (
+    MAX_DRAFTS_PER_EVENT,
+    MAX_LINKS_PER_EVENT,
+    CandidateMemory,
+    EventToStructure,
+    Link,
+    MemoryDraft,
+    Structurer,
+)
+from kaibo_core.structuring.rules import RuleStructurer
+from kaibo_core.text import analyze, query_terms
+
+PROPERTY = settings(max_examples=150, deadline=None, derandomize=True)
+AT = "2026-06-02T09:30:00.000Z"
+EARLIER = "2026-06-01T09:00:00.000Z"
+
+
+def event(
+    text: str, kind: str = "message", at: str = AT, zone: str = "UTC", **links: tuple[str, ...]
+) -> EventToStructure:
+    return EventToStructure("evt_1", "s", 2, "h" * 64, kind, text, at, zone, **links)
+
+
+def candidate(
+    content: str,
+    memory_id: str = "mem_old",
+    type_: MemoryType = "fact",
+    subject: str | None = None,
+    valid_from: str = EARLIER,
+) -> CandidateMemory:
+    return CandidateMemory(memory_id, type_, content, valid_from, "s", subject)
+
+
+class FakeSearch:
+    """Returns the candidates sharing a stemmed term with the query, and records the queries."""
+
+    def __init__(self, *candidates: CandidateMemory) -> None:
+        self.candidates = candidates
+        self.queries: list[str] = []
+
+    def __call__(self, query: str) -> Sequence[CandidateMemory]:
+        self.queries.append(query)
+        wanted = set(query_terms(query))
+        return [c for c in self.candidates if wanted & set(analyze(c.content))]
+
+
+def structure(text: str, *candidates: CandidateMemory, at: str = AT, zone: str = "UTC") -> list[MemoryDraft]:
+    return RuleStructurer().structure(event(text, at=at, zone=zone), FakeSearch(*candidates))
+
+
+def links(drafts: list[MemoryDraft]) -> list[Link]:
+    return [link for draft in drafts for link in draft.links]
+
+
+RELEASE_13 = candidate("The release target is July 13, 2026.", subject="release target")
+STANDUP_9 = candidate("The standup is at 9am.", subject="standup")
+REVIEW_FRIDAY = candidate("The design review is on Friday at 3pm.", subject="design review")
+SCRIPT_TASK = candidate("Alice will write the migration script.", type_="task", subject="migration script")
+JENKINS = candidate("We use Jenkins for CI.")
+SEATS = candidate("Anna: I prefer window seats.", type_="preference", subject="anna seats preference")
+FALCON = candidate("Project Falcon is the new billing service.", subject="project falcon")
+
+
+def test_it_is_a_structurer_named_rules() -> None:
+    structurer: Structurer = RuleStructurer()
+    assert structurer.name == "rules"
+
+
+# --- the worked example of the brief ------------------------------------------------------------------
+
+
+def test_a_move_yields_the_decision_and_a_rewritten_fact_that_supersedes() -> None:
+    drafts = structure("Move the release target from July 13 to July 17.", RELEASE_13)
+    assert [(d.type, d.content, d.subject) for d in drafts] == [
+        ("decision", "Move the release target from July 13, 2026 to July 17, 2026.", "release target"),
+        ("fact", "The release target is July 17, 2026.", "release target"),
+    ]
+    assert drafts[0].links == ()
+    assert drafts[1].links == (Link("supersedes", "mem_old"),)
+    assert all(d.valid_from == AT and 0 < d.confidence <= 1 for d in drafts)
+
+
+@pytest.mark.parametrize(
+    ("text", "fact"),
+    [
+        ("Move the demo to 4pm.", "The demo is at 4pm."),
+        ("Move the offsite to July 20.", "The offsite is on July 20, 2026."),
+        ("Move the deadline to Friday.", "The deadline is Friday (June 5, 2026)."),
+        ("Move the review to next week.", "The review is next week (week of June 8, 2026)."),
+        ("We moved the office to Munich.", "The office moved to Munich."),
+        ("Reassign the migration script from Alice to Bob.", "The migration script is assigned to Bob."),
+        ("Rename Project Falcon to Osprey.", "Project Falcon is now called Osprey."),
+        ("We switched our database from Postgres to MySQL.", "Our database is MySQL."),
+        ("The on-call phone number changed to 555-0199.", "The on-call phone number is 555-0199."),
+    ],
+)
+def test_the_rewritten_fact_reads_as_the_current_state(text: str, fact: str) -> None:
+    drafts = structure(text)
+    assert [d.content for d in drafts][1:] == [fact]
+    assert drafts[1].type == "fact"
+
+
+def test_the_rewritten_fact_borrows_the_retired_memorys_preposition() -> None:
+    office = candidate("The office is in Berlin.", subject="office")
+    assert structure("We moved the office to Munich.", office)[1].content == "The office is in Munich."
+
+
+def test_cancel_links_the_review_with_cancels() -> None:
+    drafts = structure("Cancel the Friday design review.", REVIEW_FRIDAY)
+    assert [d.type for d in drafts] == ["decision"]
+    assert drafts[0].links == (Link("cancels", "mem_old"),)
+
+
+# --- each cue family ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "old", "kind"),
+    [
+        ("Move the release target to July 17.", RELEASE_13, "supersedes"),
+        ("We moved the release target to July 17.", RELEASE_13, "supersedes"),
+        ("We're moving the release target to July 17.", RELEASE_13, "supersedes"),
+        ("The release target moves to July 17.", RELEASE_13, "supersedes"),
+        ("The release target has been moved to July 17.", RELEASE_13, "supersedes"),
+        ("Let's push the release target back to July 20.", RELEASE_13, "supersedes"),
+        ("We brought the release target forward to July 10.", RELEASE_13, "supersedes"),
+        ("Postpone the design review to next week.", REVIEW_FRIDAY, "supersedes"),
+        ("The design review is postponed.", REVIEW_FRIDAY, "supersedes"),
+        ("We rescheduled the design review to Monday.", REVIEW_FRIDAY, "supersedes"),
+        ("Reassign the migration script from Alice to Bob.", SCRIPT_TASK, "supersedes"),
+        ("The migration script was reassigned to Bob.", SCRIPT_TASK, "supersedes"),
+        ("The migration script is now assigned to Bob.", SCRIPT_TASK, "supersedes"),
+        ("Bob will take over the migration script from Alice.", SCRIPT_TASK, "supersedes"),
+        ("Cancel the design review.", REVIEW_FRIDAY, "cancels"),
+        ("We cancelled the design review.", REVIEW_FRIDAY, "cancels"),
+        ("We canceled the design review.", REVIEW_FRIDAY, "cancels"),
+        ("Cancelling the design review.", REVIEW_FRIDAY, "cancels"),
+        ("The design review is canceled.", REVIEW_FRIDAY, "cancels"),
+        ("The design review was called off due to illness.", REVIEW_FRIDAY, "cancels"),
+        ("Design review cancelled due to illness.", REVIEW_FRIDAY, "cancels"),
+        ("Rename Project Falcon to Osprey.", FALCON, "supersedes"),
+        ("We renamed Project Falcon to Osprey.", FALCON, "supersedes"),
+        ("Project Falcon is now called Osprey.", FALCON, "supersedes"),
+        ("We switched from Jenkins to GitHub Actions.", JENKINS, "supersedes"),
+        ("Switching from Jenkins to GitHub Actions for CI.", JENKINS, "supersedes"),
+        ("We migrated our CI from Jenkins to GitHub Actions.", JENKINS, "supersedes"),
+        ("Replace Jenkins with GitHub Actions.", JENKINS, "supersedes"),
+        ("GitHub Actions replaced Jenkins.", JENKINS, "supersedes"),
+        ("Use GitHub Actions instead of Jenkins for CI.", JENKINS, "supersedes"),
+        ("We no longer use Jenkins.", JENKINS, "supersedes"),
+        ("We don't use Jenkins anymore.", JENKINS, "supersedes"),
+        ("Actually, the standup is at 10am.", STANDUP_9, "supersedes"),
+        ("The standup is now at 10am.", STANDUP_9, "supersedes"),
+        ("From now on, the standup is at 10am.", STANDUP_9, "supersedes"),
+        ("The standup changed to 10am.", STANDUP_9, "supersedes"),
+        ("The standup is at 10am.", STANDUP_9, "supersedes"),  # same subject key, another time
+        ("Anna: Actually, I now prefer aisle seats.", SEATS, "supersedes"),
+        ("I finished the migration script.", SCRIPT_TASK, "supersedes"),
+        ("Done: migration script.", SCRIPT_TASK, "supersedes"),
+        ("The migration script is done.", SCRIPT_TASK, "supersedes"),
+        ("Completed the migration script.", SCRIPT_TASK, "supersedes"),
+    ],
+)
+def test_cue_families_link_the_earlier_memory(text: str, old: CandidateMemory, kind: str) -> None:
+    assert links(structure(text, old)) == [Link(kind, old.memory_id)]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "old"),
+    [
+        ("Move the chairs to room B.", RELEASE_13),  # another subject
+        ("Move the release party to July 20.", RELEASE_13),
+        ("Move the release target from July 10 to July 17.", RELEASE_13),  # the old value is not July 13
+        ("Cancel the code review.", REVIEW_FRIDAY),
+        ("Reassign the test plan to Bob.", SCRIPT_TASK),
+        ("I finished the migration guide.", SCRIPT_TASK),
+        ("I'm almost done with the migration script.", SCRIPT_TASK),
+        ("Anna said they might move the release target to July 20.", RELEASE_13),  # reported
+        ("Tom mentioned that the design review was cancelled.", REVIEW_FRIDAY),
+        ("If we moved the release target to July 20, QA would have more time.", RELEASE_13),  # hypothetical
+        ("What if we switch from Jenkins to GitHub Actions?", JENKINS),
+        ("We could postpone the design review.", REVIEW_FRIDAY),
+        ("Should we cancel the design review?", REVIEW_FRIDAY),  # question
+        ("Can we reassign the migration script to Bob?", SCRIPT_TASK),
+        ("We are not moving the release target.", RELEASE_13),  # negation
+        ("We won't cancel the design review.", REVIEW_FRIDAY),
+        ("Alice hasn't finished the migration script.", SCRIPT_TASK),
+        ("The standup is in room 4.", STANDUP_9),  # another attribute of the same subject
+        ("The standup is at 9am.", STANDUP_9),  # the same value again
+        ("The release target is July 13.", RELEASE_13),  # the same date, without its year
+        ("I prefer vegetarian meals.", SEATS),
+    ],
+)
+def test_distractors_do_not_link(text: str, old: CandidateMemory) -> None:
+    assert links(structure(text, old)) == []
+
+
+def test_guarded_statements_do_not_even_search() -> None:
+    search = FakeSearch(REVIEW_FRIDAY)
+    RuleStructurer().structure(event("Should we cancel the design review?"), search)
+    RuleStructurer().structure(event("Anna said we might cancel the design review."), search)
+    assert search.queries == []
+
+
+def test_the_search_query_is_the_subject_plus_the_old_value() -> None:
+    search = FakeSearch(RELEASE_13)
+    RuleStructurer().structure(event("Move the release target from July 13 to July 17."), search)
+    assert search.queries == ["release target July 13"]
+
+
+def test_a_task_completion_only_closes_tasks() -> None:
+    fact = candidate("The migration script is in the repo.", subject="migration script")
+    assert links(structure("I finished the migration script.", fact)) == []
+
+
+def test_a_later_candidate_can_be_linked_for_the_service_to_order() -> None:
+    newer = candidate(
+        "The release target is July 17, 2026.",
+        subject="release target",
+        valid_from="2026-06-05T00:00:00.000Z",
+    )
+    drafts = structure("The release target is July 13.", newer)
+    assert links(drafts) == [Link("supersedes", "mem_old")]
+
+
+def test_one_old_memory_is_linked_at_most_once_per_event() -> None:
+    drafts = structure(
+        "Move the release target from July 13 to July 17. Move the release target to July 17.", RELEASE_13
+    )
+    assert links(drafts) == [Link("supersedes", "mem_old")]
+
+
+def test_a_move_retires_the_old_decision_and_the_old_fact() -> None:
+    old_decision = candidate(
+        "Move the release target from July 1, 2026 to July 13, 2026.", "mem_dec", "decision", "release target"
+    )
+    drafts = structure("Move the release target from July 13 to July 17.", old_decision, RELEASE_13)
+    assert sorted(link.memory_id for link in links(drafts)) == ["mem_dec", "mem_old"]
+
+
+# --- explicit links -----------------------------------------------------------------------------------
+
+
+def test_explicit_ids_link_the_first_draft_without_search() -> None:
+    search = FakeSearch()
+    drafts = RuleStructurer().structure(
+        event("Not needed anymore.", supersedes=("mem_a",), cancels=("mem_b",)), search
+    )
+    assert drafts[0].links == (Link("supersedes", "mem_a"), Link("cancels", "mem_b"))
+
+
+def test_explicit_and_detected_links_to_the_same_memory_merge() -> None:
+    drafts = RuleStructurer().structure(
+        event("Actually, the standup is at 10am.", supersedes=("mem_old",)), FakeSearch(STANDUP_9)
+    )
+    assert links(drafts) == [Link("supersedes", "mem_old")]
+
+
+def test_links_are_capped_per_event() -> None:
+    ids = tuple(f"mem_{i}" for i in range(MAX_LINKS_PER_EVENT + 3))
+    drafts = RuleStructurer().structure(event("Replaces all of these.", supersedes=ids), FakeSearch())
+    assert len(links(drafts)) == MAX_LINKS_PER_EVENT
+
+
+# --- always a draft, never too many, never slow -------------------------------------------------------
+
+
+def test_chitchat_keeps_its_text_as_one_episode() -> None:
+    assert [(d.type, d.content) for d in structure("Hi!")] == [("episode", "Hi!")]
+
+
+def test_empty_text_yields_nothing() -> None:
+    assert structure("   \n ") == []
+
+
+def test_speaker_stays_in_the_content() -> None:
+    drafts = structure("Anna: Hi! I prefer aisle seats. Thanks!")
+    assert [(d.type, d.content) for d in drafts] == [("preference", "Anna: I prefer aisle seats.")]
+
+
+def test_drafts_are_capped_and_the_tail_is_kept() -> None:
+    text = " ".join(f"Server {i} runs Linux." for i in range(60))
+    drafts = structure(text)
+    assert len(drafts) == MAX_DRAFTS_PER_EVENT
+    assert drafts[-1].type == "episode"
+    assert drafts[-1].content.endswith("Server 59 runs Linux.")
+
+
+@pytest.mark.parametrize(
+    ("kind", "type_"), [("tool_call", "episode"), ("commit", "episode"), ("file", "fact")]
+)
+def test_other_kinds_become_one_draft_without_search(kind: str, type_: str) -> None:
+    search = FakeSearch(RELEASE_13)
+    text = "commit abc123 by ann: Move the release target from July 13 to July 17"
+    drafts = RuleStructurer().structure(event(text, kind=kind), search)
+    assert [(d.type, d.content, d.links) for d in drafts] == [(type_, text, ())]
+    assert search.queries == []
+
+
+def test_a_large_file_is_cheap() -> None:
+    text = "notes.md\n" + "The release target is July 13. Move it to July 17.\n" * 5000
+    started = time.perf_counter()
+    assert len(RuleStructurer().structure(event(text, kind="file"), FakeSearch(RELEASE_13))) == 1
+    assert len(RuleStructurer().structure(event(text), FakeSearch(RELEASE_13))) == MAX_DRAFTS_PER_EVENT
+    assert time.perf_counter() - started < 1.0
+
+
+def test_relative_dates_resolve_in_the_events_time_zone() -> None:
+    drafts = structure("The vendor call is tomorrow.", at="2026-06-02T23:30:00.000Z", zone="Asia/Tokyo")
+    assert drafts[0].content == "The vendor call is tomorrow (June 4, 2026)."
+
+
+_WORDS = st.sampled_from(
+    ["Move", "the", "release", "target", "from", "July 13", "to", "July 17", "Cancel", "review", "Actually,",
+     "standup", "is", "at", "9am", ".", "?", "Anna:", "not", "tomorrow", "I", "prefer", "seats", "finished",
+     "\n", "1.", "no longer", "instead of", "Jenkins", "renamed", "now", "!", ";", "said"]
+)  # fmt: skip
+
+
+@given(st.one_of(st.text(max_size=300), st.lists(_WORDS, max_size=40).map(" ".join)))
+@PROPERTY
+def test_any_text_yields_bounded_deterministic_drafts(text: str) -> None:
+    candidates = (RELEASE_13, STANDUP_9, REVIEW_FRIDAY, SCRIPT_TASK, JENKINS, SEATS)
+    first = structure(text, *candidates)
+    assert first == structure(text, *candidates)
+    assert (len(first) >= 1) is bool(text.strip())
+    assert len(first) <= MAX_DRAFTS_PER_EVENT
+    all_links = links(first)
+    assert len(all_links) <= MAX_LINKS_PER_EVENT
+    assert len({link.memory_id for link in all_links}) == len(all_links)
+    assert {link.memory_id for link in all_links} <= {c.memory_id for c in candidates}
+    for draft in first:
+        assert draft.content.strip()
+        assert 0.0 <= draft.confidence <= 1.0
+        assert draft.subject is None or draft.subject == draft.subject.lower()
+
+
+def test_a_typical_message_takes_well_under_a_millisecond() -> None:
+    messages = [
+        "Move the release target from July 13 to July 17.",
+        "Anna: Hi! The standup is at 9am tomorrow. Can you send the report by Friday?",
+        "Thanks!",
+        "We decided to use Postgres for the billing service; Bob will set it up next week.",
+    ]
+    structurer = RuleStructurer()
+    search = FakeSearch(RELEASE_13, STANDUP_9)
+    started = time.perf_counter()
+    for round_ in range(100):
+        for text in messages:
+            structurer.structure(event(text + " " * (round_ % 2)), search)
+    average_ms = (time.perf_counter() - started) * 1000 / 400
+    assert average_ms < 3.0  # ~0.4 ms on a laptop; generous for slow CI

@@ -1,0 +1,222 @@
+"""Statement splitting, cues and classification of the rule structurer."""
+
+from __future__ import annotations
+
+import pytest
+
+from kaibo_core.structuring.classify import (
+    Classification,
+    classify,
+    parse_copula,
+    parse_preference,
+    subject_of,
+    value_kind,
+)
+from kaibo_core.structuring.statements import (
+    MAX_STATEMENTS,
+    Statement,
+    prepare,
+    split_speaker,
+    split_statements,
+)
+
+
+def texts(text: str) -> list[str]:
+    return [statement.text for statement in split_statements(text).statements]
+
+
+# --- splitting ----------------------------------------------------------------------------------------
+
+
+def test_sentences_lines_and_semicolons_become_statements() -> None:
+    assert texts(
+        "The standup is at 9am. Bob will send the notes!\nAnything else? Yes; the retro is at 4pm."
+    ) == [
+        "The standup is at 9am.",
+        "Bob will send the notes!",
+        "Anything else?",
+        "Yes",
+        "the retro is at 4pm.",
+    ]
+
+
+def test_abbreviations_versions_and_times_do_not_end_a_sentence() -> None:
+    assert texts("Dr. Smith reviews v1.2.3 at 10 a.m. Friday, e.g. the auth part. Done.") == [
+        "Dr. Smith reviews v1.2.3 at 10 a.m. Friday, e.g. the auth part.",
+        "Done.",
+    ]
+
+
+def test_a_numbered_list_stays_one_statement_with_its_header() -> None:
+    split = split_statements("To deploy:\n1. Run the tests.\n2. Tag the release.\nThanks!")
+    assert [s.text for s in split.statements] == [
+        "To deploy:\n1. Run the tests.\n2. Tag the release.",
+        "Thanks!",
+    ]
+    assert split.statements[0].numbered
+
+
+def test_the_speaker_is_taken_off_but_labels_are_not_speakers() -> None:
+    assert split_speaker("Anna: I prefer tea.") == ("Anna", "I prefer tea.")
+    assert split_speaker("Anna Lee: hi") == ("Anna Lee", "hi")
+    assert split_speaker("TODO: write tests") == (None, "TODO: write tests")
+    assert split_speaker("Note: the API is slow") == (None, "Note: the API is slow")
+    statements = split_statements("Anna: Hi. I prefer tea.").statements
+    assert [s.speaker for s in statements] == ["Anna", "Anna"]
+
+
+def test_statement_count_is_capped_and_the_rest_kept_as_overflow() -> None:
+    text = " ".join(f"Fact number {i} is true." for i in range(MAX_STATEMENTS + 5))
+    split = split_statements(text)
+    assert len(split.statements) == MAX_STATEMENTS
+    assert split.overflow.startswith(f"Fact number {MAX_STATEMENTS} is true.")
+    assert split.overflow.endswith(f"Fact number {MAX_STATEMENTS + 4} is true.")
+
+
+# --- cues ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "flag"),
+    [
+        ("Should we cancel the review?", "question"),
+        ("Did we move the release", "question"),
+        ("If we moved the release to July 20, QA would have time.", "hedged"),
+        ("We might cancel the review.", "hedged"),
+        ("Maybe the standup should be at 10am.", "hedged"),
+        ("We are considering moving the offsite.", "hedged"),
+        ("Anna said they moved the release.", "reported"),
+        ("According to Raj, the standup is at 10am.", "reported"),
+        ("We are not moving the release.", "negated"),
+        ("We won't cancel the review.", "negated"),
+    ],
+)
+def test_guards(text: str, flag: str) -> None:
+    statement = prepare(text)
+    assert getattr(statement, flag)
+    assert statement.guarded
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We no longer use Jenkins.",
+        "We don't use Jenkins anymore.",
+        "Move the release to May 5.",
+        "Do it now.",
+    ],
+)
+def test_change_wording_is_not_a_guard(text: str) -> None:
+    assert not prepare(text).guarded
+
+
+@pytest.mark.parametrize(
+    ("text", "core", "cue"),
+    [
+        ("Actually, the standup is at 10am.", "the standup is at 10am", True),
+        ("OK so actually the standup is at 10am", "the standup is at 10am", True),
+        ("Correction: the venue is the Marriott.", "the venue is the Marriott", True),
+        ("From now on, the sync is on Thursdays.", "the sync is on Thursdays", True),
+        ("Update the docs.", "Update the docs", False),  # a verb, not a label
+        ("No longer needed.", "No longer needed", False),
+        ("Thanks, the standup is at 9am.", "the standup is at 9am", False),
+    ],
+)
+def test_fillers_and_correction_cues_are_taken_off_the_core(text: str, core: str, cue: bool) -> None:
+    statement = prepare(text)
+    assert statement.core == core
+    assert statement.correction_cue is cue
+
+
+# --- classification -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The release target is July 13.", "fact"),
+        ("Our CI runs on Jenkins.", "fact"),
+        ("We decided to use Postgres.", "decision"),
+        ("Let's go with the blue logo.", "decision"),
+        ("Decision: ship on Friday.", "decision"),
+        ("Alice will write the migration script.", "task"),
+        ("TODO: update the onboarding guide.", "task"),
+        ("Send the invoice to Acme by June 5.", "task"),
+        ("We need to renew the certificate.", "task"),
+        ("Can you send me the report?", "task"),
+        ("I prefer aisle seats.", "preference"),
+        ("My favorite color is blue.", "preference"),
+        ("Ben likes spicy food.", "preference"),
+        ("To deploy, run make deploy and then check the dashboard.", "procedure"),
+        ("First build the image, then push it.", "procedure"),
+        ("We met the Acme team yesterday.", "episode"),
+        ("I talked to Bob about the roadmap.", "episode"),
+        ("Anna said the release might slip.", "episode"),
+        ("What time is the standup?", "episode"),
+    ],
+)
+def test_types(text: str, expected: str) -> None:
+    classification = classify(prepare(text))
+    assert classification is not None
+    assert classification.type == expected
+    assert 0.0 <= classification.confidence <= 1.0
+
+
+@pytest.mark.parametrize("text", ["Hi!", "thanks", "Thank you so much!", "ok", "Good morning team", ":)"])
+def test_chitchat_says_nothing(text: str) -> None:
+    assert classify(prepare(text)) is None
+
+
+def test_questions_are_less_certain_than_statements() -> None:
+    question = classify(prepare("Is the standup at 9am?"))
+    statement = classify(prepare("The standup is at 9am."))
+    assert question == Classification("episode", 0.3)
+    assert statement is not None
+    assert statement.confidence > question.confidence
+
+
+@pytest.mark.parametrize(
+    ("text", "subject"),
+    [
+        ("The release target is July 13.", "release target"),
+        ("The standup is at 9am.", "standup"),
+        ("My favorite color is blue.", "favorite color"),
+        ("Bob's phone number is 555-0100.", "bob phone number"),
+        ("Alice will write the migration script by Friday.", "migration script"),
+        ("Eve is responsible for the vendor contract.", "vendor contract"),
+        ("Fix the login bug on Safari.", "login bug"),
+        ("I prefer window seats.", "seats preference"),
+        ("It is what it is.", None),
+        ("We met yesterday.", None),
+    ],
+)
+def test_subjects(text: str, subject: str | None) -> None:
+    statement = prepare(text)
+    classification = classify(statement)
+    assert classification is not None
+    assert subject_of(statement, classification.type) == subject
+
+
+def test_preference_subject_names_the_holder_when_known() -> None:
+    statement: Statement = split_statements("Anna: I like my coffee black.").statements[0]
+    preference = parse_preference(statement)
+    assert preference is not None
+    assert preference.subject == "anna coffee preference"
+    assert parse_preference(prepare("I prefer coffee over tea.")) is not None
+
+
+def test_copula_parts_and_value_kinds() -> None:
+    copula = parse_copula("The standup is now at 10am")
+    assert copula is not None
+    assert (copula.subject, copula.prep, copula.value, copula.now, copula.kind) == (
+        "standup",
+        "at",
+        "10am",
+        True,
+        "time",
+    )
+    assert value_kind("July 17, 2026") == "date"
+    assert value_kind("$7,500") == "number"
+    assert value_kind("Maya") == "name"
+    assert value_kind("slow") == "other"
+    assert parse_copula("It is late") is None
