@@ -37,6 +37,7 @@ from kaibo_local.template import FunctionSpec
 
 DEFAULT_CONTAINERS = 4
 INVOKE_TIMEOUT_SECONDS = 60
+WARM_TIMEOUT_SECONDS = 120
 #: How often a streaming invocation that hears nothing checks whether its worker is still there.
 STREAM_POLL_SECONDS = 0.5
 
@@ -154,14 +155,21 @@ class ContainerPool:
             self._pool = ProcessPoolExecutor(
                 containers, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_stop_signals
             )
-            for _ in range(containers):  # spawns every worker now, and imports the handlers ahead of requests
-                self._pool.submit(_warm, self._modules)
+            # Spawns every worker now, and imports the handlers ahead of requests.
+            self._warming = [self._pool.submit(_warm, self._modules) for _ in range(containers)]
         finally:
             for signum, handler in saved.items():
                 signal.signal(signum, handler)
         self._manager: SyncManager | None = None
         self._manager_lock = threading.Lock()
         self._stopped = False
+
+    def wait_warm(self, timeout: float = WARM_TIMEOUT_SECONDS) -> None:
+        """Until every worker has imported the handlers: the stack is ready (and a stop right
+        after start does not wait for imports still running)."""
+        deadline = time.monotonic() + timeout
+        for future in self._warming:
+            future.result(timeout=max(0.0, deadline - time.monotonic()))
 
     def loader(self, spec: FunctionSpec) -> Handler:
         """A handler that runs ``spec``'s function in a container (drop-in for load_handler)."""

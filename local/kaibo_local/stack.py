@@ -117,6 +117,7 @@ def start_stack(port: int = 3000, host: str = "127.0.0.1") -> LocalStack:
 
         containers = ContainerPool(specs, int(os.environ.get("KAIBO_LOCAL_CONTAINERS", DEFAULT_CONTAINERS)))
         stoppables.append(containers.stop)
+        containers.wait_warm()  # announced only once every container has its handlers loaded
         front = HttpFront(LocalGateway(template, loader=containers.loader), host=host, port=port).start()
         stoppables.append(front.stop)
         by_id = {spec.logical_id: spec for spec in specs}

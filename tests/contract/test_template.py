@@ -287,8 +287,11 @@ def test_given_the_template_then_every_route_is_served_by_its_function(template:
 def test_given_the_template_then_every_route_is_on_kaibo_api_behind_the_authorizer(
     template: dict[str, Any],
 ) -> None:
+    background = {"SQS", "Schedule"}  # the structure queue's consumer and the sweeper: no routes
     for spec in function_specs(template):
         for name, event in (template["Resources"][spec.logical_id]["Properties"].get("Events") or {}).items():
+            if event["Type"] in background:
+                continue
             assert event["Type"] == "Api", f"{spec.logical_id}.{name}"
             assert event["Properties"]["RestApiId"] == {"Ref": "KaiboApi"}, f"{spec.logical_id}.{name}"
         assert all(route.authorized for route in spec.routes), spec.logical_id
@@ -523,3 +526,32 @@ def test_given_the_outputs_then_they_name_the_api_url_tables_and_layer(template:
     assert outputs["IdempotencyTableName"]["Value"] == {"Ref": "IdempotencyTable"}
     assert outputs["ProjectsTableName"]["Value"] == {"Ref": "ProjectsTable"}
     assert outputs["KaiboCoreLayerArn"]["Value"] == {"Ref": "KaiboCoreLayer"}
+
+
+def test_given_remember_with_wait_then_its_timeout_covers_the_wait_and_stays_under_the_gateways(
+    template: dict[str, Any],
+) -> None:
+    from kaibo_core.settings import Settings
+
+    timeout = template["Resources"]["RememberFunction"]["Properties"]["Timeout"]
+    wait = Settings.model_fields["wait_seconds"].default
+    assert wait + 5 <= timeout < 29, "remember's wait must end well before Lambda and API Gateway give up"
+
+
+def test_given_the_structuring_queue_then_poison_messages_reach_its_dead_letter_queue(
+    template: dict[str, Any],
+) -> None:
+    from kaibo_core.models.jobs import MAX_JOB_ATTEMPTS
+
+    queue = template["Resources"]["StructuringQueue"]["Properties"]
+    consumer = template["Resources"]["StructureFunction"]["Properties"]
+    assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {
+        "Fn::GetAtt": ["StructuringDeadLetterQueue", "Arn"]
+    }
+    assert (
+        queue["RedrivePolicy"]["maxReceiveCount"] == MAX_JOB_ATTEMPTS
+    )  # the job is marked failed on the last
+    assert queue["VisibilityTimeout"] >= 6 * consumer["Timeout"]  # as Lambda's SQS trigger advises
+    assert consumer["Events"]["StructuringJobs"]["Properties"]["FunctionResponseTypes"] == [
+        "ReportBatchItemFailures"
+    ]

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kaibo_core.models.memories import MemoryType
+from kaibo_core.structuring.changes import plausible_subject
 from kaibo_core.structuring.drafts import (
     MAX_DRAFTS_PER_EVENT,
     MAX_LINKS_PER_EVENT,
@@ -205,6 +206,122 @@ def test_cue_families_link_the_earlier_memory(text: str, old: CandidateMemory, k
 )
 def test_distractors_do_not_link(text: str, old: CandidateMemory) -> None:
     assert links(structure(text, old)) == []
+
+
+# Every candidate shares words with the chit-chat below, so the search returns something to link.
+CHITCHAT_MEMORIES = (
+    candidate("Pets bring so much joy too, though.", "mem_pets"),
+    candidate("We push each other to be our best.", "mem_push", "decision"),
+    candidate("The movie night moved to Friday.", "mem_movie", subject="movie night"),
+    candidate("My job is at the bakery.", "mem_job", subject="job"),
+    candidate("Let's pull the team together on Friday.", "mem_pull", "decision"),
+    candidate("The memories of Paris are great.", "mem_paris", subject="memories of paris"),
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Pets sure do bring so much joy to us",
+        "We should push each other to improve",
+        "That movie really moved me",
+        "I'm moving on from that job",
+        "Let's pull together and finish this",
+        "It brought back so many memories",
+        "Caroline: Pets sure do bring so much joy to us!",
+        "We push each other to improve, and I'm so thankful for them.",
+        "We push each other to be our best and the love for the game is infectious.",
+        "That movie really moved me to tears.",
+        "I'm moving on from that job to something new.",
+        "Let's bring some dance magic to the world!",
+        "I'm hosting a contest to bring more attention to my studio.",
+        "I pushed myself to get better this year.",
+        "Painting brings me closer to people from all over the world.",
+        "I push the dancers to reach their goals.",
+        "It moved me to tears.",
+        "Let's move on to the next topic.",
+        "I moved to Boston to be closer to my sister.",
+        "Push the team to win this year.",
+        "She pushed back on the idea.",
+        "Move it to Friday.",
+    ],
+)
+def test_chitchat_with_move_verbs_is_no_change(text: str) -> None:
+    drafts = structure(text, *CHITCHAT_MEMORIES)
+    assert links(drafts) == []
+    assert not any(d.content.startswith("The ") and d.type == "fact" for d in drafts), drafts
+    assert all(d.type != "decision" or "let's" in d.content.lower() for d in drafts)
+
+
+@pytest.mark.parametrize(
+    ("text", "fact"),
+    [
+        ("Let's push the demo back to Friday.", "The demo is on Friday (June 5, 2026)."),
+        ("We pushed the launch out to Q3.", "The launch moved to Q3."),
+        ("Push the team offsite to August 3.", "The team offsite is on August 3, 2026."),
+        ("Pull the demo in to Thursday.", "The demo is on Thursday (June 4, 2026)."),
+        ("Let's pull in the demo to Thursday.", "The demo is on Thursday (June 4, 2026)."),
+        ("Bring the review forward to 2pm.", "The review is at 2pm."),
+        ("The meeting was pulled in to Wednesday.", "The meeting is on Wednesday (June 3, 2026)."),
+        ("The standup shifted to 10am.", "The standup is at 10am."),
+        ("Bump the sync to tomorrow morning.", "The sync is tomorrow (June 3, 2026) morning."),
+        ("My sister moved to Boston.", "My sister moved to Boston."),
+        ("Move her appointment to Friday.", "Her appointment is on Friday (June 5, 2026)."),
+    ],
+)
+def test_scheduling_moves_with_particles_still_rewrite(text: str, fact: str) -> None:
+    drafts = structure(text)
+    assert [d.type for d in drafts] == ["decision", "fact"]
+    assert drafts[1].content == fact
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Pull the demo to Thursday.",  # "pull" needs in/forward
+        "Bring the review to 2pm.",  # "bring" needs forward
+        "Push the team to the next level.",  # no date, time, weekday or part of the day
+        "Bump the sync to the top of the list.",
+        "My focus shifted to painting.",
+        "We moved the team to improve morale.",  # a purpose, not a place
+    ],
+)
+def test_weak_move_verbs_need_their_particle_and_a_schedulable_value(text: str) -> None:
+    drafts = structure(text, candidate("The demo, the review, the team, the sync and my focus.", "mem_x"))
+    assert len(drafts) == 1
+    assert links(drafts) == []
+
+
+@pytest.mark.parametrize(
+    ("words", "plausible"),
+    [
+        ("so much joy", False),
+        ("each other", False),
+        ("it", False),
+        ("that", False),
+        ("things", False),
+        ("me", False),
+        ("us", False),
+        ("you", False),
+        ("them", False),
+        ("lot", False),
+        ("a bit", False),
+        ("more attention", False),
+        ("some dance magic", False),
+        ("me closer", False),
+        ("I'm", False),
+        ("on", False),
+        ("few more", False),
+        ("something pretty wild journey", False),
+        ("release target", True),
+        ("team offsite", True),
+        ("Project Falcon", True),
+        ("her appointment", True),
+        ("all-hands", True),
+    ],
+)
+def test_a_change_subject_must_read_as_a_noun_phrase(words: str, plausible: bool) -> None:
+    assert plausible_subject(words) is plausible
 
 
 def test_guarded_statements_do_not_even_search() -> None:

@@ -4,7 +4,8 @@ A quick in-memory guard, not the real evaluation: a fake search returns the curr
 of earlier-arrived events that share a stemmed term with the query; a link retires the
 older of the two memories (the service orders them by occurredAt); recall is simulated
 as "most shared terms, then latest". Thresholds: supersession precision >= 0.95, recall
->= 0.85, type accuracy >= 0.8 (docs/structuring-rules.md, "Scenario set").
+>= 0.85, type accuracy >= 0.8, question accuracy >= 0.85 (docs/structuring-rules.md,
+"Scenario set").
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ SCENARIOS_PATH = Path(__file__).resolve().parents[1] / "data" / "structuring_sce
 CATEGORIES = {
     "move", "reassign", "cancel", "rename", "correction", "preference", "task_done", "date",
     "relative_date", "reorder", "distractor_subject", "distractor_reported", "distractor_hypothetical",
-    "distractor_question", "distractor_negation", "explicit",
+    "distractor_question", "distractor_negation", "distractor_chitchat", "explicit",
 }  # fmt: skip
 
 

@@ -46,19 +46,26 @@ MAX_LINKS_PER_CHANGE: Final = 3
 _DET = r"(?P<det>(?:the|our|my|this|that|these|those|a|an)\s+)?"
 #: A verb starts a word that is not part of a compound ("hands" in "all-hands" is no verb).
 _START = r"(?<![\w'’-])"
-_NOT_OBJECT = r"(?!(?:from|to|into|due|because|since|as|for|after|until|by)\b)"
-_OBJ = rf"(?P<obj>{_NOT_OBJECT}[\w'’#&:.-]+(?:\s+[\w'’#&:.-]+){{0,6}}?)"
+_NOT_OBJECT_WORDS = r"from|to|into|due|because|since|as|for|after|until|by"
+_NOT_OBJECT = rf"(?!(?:{_NOT_OBJECT_WORDS})\b)"
+_OBJ_WORDS = r"[\w'’#&:.-]+(?:\s+[\w'’#&:.-]+){0,6}?"
+_OBJ = rf"(?P<obj>{_NOT_OBJECT}{_OBJ_WORDS})"
+_PARTICLE_WORDS = r"back|out|forward|up|ahead|in"
+#: The object of an active move verb is never a particle ("pulled in to Tuesday", "moving on to").
+_NOT_MOVE_OBJECT = rf"(?!(?:{_NOT_OBJECT_WORDS}|{_PARTICLE_WORDS}|on|off|over|away|along|around|together)\b)"
+_MOVE_OBJ = rf"(?P<obj>{_NOT_MOVE_OBJECT}{_OBJ_WORDS})"
 _OLD = r"(?P<old>\S.*?)"
 _NEW = r"(?P<new>\S.*?)"
 _END = r"[\s.!]*$"
 _BE = r"(?:is|are|was|were|has\s+been|have\s+been|will\s+be|got|gets|is\s+being)"
 _NAME = r"(?-i:[A-Z])[\w'’-]+"
-_PARTICLE = r"(?:\s+(?:back|out|forward|up|ahead|in))?"
+_PARTICLE = rf"(?:\s+(?P<p1>{_PARTICLE_WORDS}))?"
+_PARTICLE_2 = rf"(?:\s+(?P<p2>{_PARTICLE_WORDS}))?"
 _MOVE_VERB = (
-    r"(?:mov(?:e|es|ed|ing)|postpon(?:e|es|ed|ing)|reschedul(?:e|es|ed|ing)|push(?:es|ed|ing)?"
+    r"(?P<verb>mov(?:e|es|ed|ing)|postpon(?:e|es|ed|ing)|reschedul(?:e|es|ed|ing)|push(?:es|ed|ing)?"
     r"|delay(?:s|ed|ing)?|shift(?:s|ed|ing)?|bump(?:s|ed|ing)?|pull(?:s|ed|ing)?|bring(?:s|ing)?|brought)"
 )
-_MOVED = r"(?:moved|postponed|rescheduled|pushed|delayed|shifted|bumped|pulled|brought)"
+_MOVED = r"(?P<verb>moved|postponed|rescheduled|pushed|delayed|shifted|bumped|pulled|brought)"
 _CANCEL_VERB = r"(?:cancel(?:s|led|ed|ling|ing)?|call(?:s|ed|ing)?\s+off|scrap(?:s|ped|ping)?)"
 _CANCELLED = r"(?:cancell?ed|called\s+off|scrapped|off)"
 _REASON = r"(?:\s+(?:for|this|today|tomorrow|next|until|due\s+to|because|since|as|after)\b.*)?"
@@ -106,12 +113,12 @@ _PATTERNS: Final[tuple[tuple[ChangeKind, re.Pattern[str]], ...]] = (
                         rf"(?:\s+(?:from|instead\s+of)\s+{_OLD})?{_END}")),
     ("change", _compile(_START, rf"chang(?:e|es|ed|ing)\s+{_DET}{_OBJ}\s+from\s+{_OLD}\s+to\s+{_NEW}{_END}")),
     ("change", _compile(rf"^{_DET}{_OBJ}\s+(?:has\s+|have\s+|was\s+|is\s+|got\s+)?changed", _FROM_TO, _END)),
-    ("move", _compile(_START, _MOVE_VERB, _PARTICLE, rf"\s+{_DET}{_OBJ}{_PARTICLE}(?:\s+from\s+{_OLD})?",
-                      rf"\s+(?:to|until|till|til|into)\s+{_NEW}{_END}")),
+    ("move", _compile(_START, _MOVE_VERB, _PARTICLE, rf"\s+{_DET}{_MOVE_OBJ}{_PARTICLE_2}",
+                      rf"(?:\s+from\s+{_OLD})?\s+(?:to|until|till|til|into)\s+{_NEW}{_END}")),
     ("move", _compile(rf"^{_DET}{_OBJ}\s+{_BE}\s+(?:now\s+|officially\s+)?", _MOVED, _PARTICLE,
                       rf"(?:\s+from\s+{_OLD})?\s+(?:to|until|till)\s+{_NEW}{_END}")),
     ("move", _compile(rf"^{_DET}{_OBJ}\s+(?:(?:is|are)\s+)?(?:now\s+)?",
-                      r"(?:moves|moved|moving|slips|slipped|slipping|shifts|shifted)",
+                      r"(?P<verb>moves|moved|moving|slips|slipped|slipping|shifts|shifted)",
                       rf"\s+(?:from\s+{_OLD}\s+)?to\s+{_NEW}{_END}")),
     ("postpone", _compile(_START, r"(?:postpon(?:e|es|ed|ing)|delay(?:s|ed|ing)?|push(?:es|ed|ing)?\s+back)",
                           rf"\s+{_DET}{_OBJ}", _POSTPONE_TAIL, _END)),
@@ -154,6 +161,114 @@ _USE_TERMS: Final = frozenset({"use", "run", "host", "adopt", "store"})
 _RELATIVE_START: Final = _compile(r"(?:next|this|last|coming|tomorrow|today|tonight|in\s)\b")
 _NAMING_TERMS: Final = frozenset({"call", "name", "codenam", "renam"})
 _TARGET_WORDS: Final = frozenset(["target", "deadline", "date", "due", "eta", "cutoff", "cut-off"])
+
+
+def _word_set(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+#: A move stated with these verbs needs a date, time, weekday or part of the day as its new or
+#: old value: "bring joy to us", "push each other to improve", "my focus shifted to art" are no moves.
+_SCHEDULE_ONLY: Final = ("push", "pull", "bring", "brought", "shift", "bump", "slip")
+#: The particle a verb needs to be a move at all ("": none): "pull in", "bring forward".
+_NEEDED_PARTICLES: Final[dict[str, frozenset[str]]] = {
+    "push": frozenset({"", "back", "out", "forward", "up", "ahead"}),
+    "pull": frozenset({"in", "forward", "ahead"}),
+    "bring": frozenset({"forward", "ahead"}),
+    "brought": frozenset({"forward", "ahead"}),
+}
+#: How a schedulable value starts, after its modifiers: "July 17", "4pm", "Friday", "next week",
+#: "the afternoon", "end of the month", "Q3", "a later date".
+_SCHEDULE_VALUE: Final = _compile(
+    r"^(?:(?:the|a|an|next|this|coming|following|same|early|late|mid|end\s+of|start\s+of|after|before"
+    r"|later|later\s+this|around|about|roughly|sometime|sometime\s+in)\s+|mid-)*"
+    r"(?:\d|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d"
+    r"|(?:january|february|march|april|june|july|august|september|october|november|december)\b"
+    r"|(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|today\b|tomorrow\b|tonight\b|morning\b"
+    r"|afternoon\b|evening\b|night\b|noon\b|midday\b|midnight\b|lunch(?:time)?\b|eod\b|eow\b"
+    r"|week(?:end)?\b|month\b|quarter\b|year\b|sprint\b|q[1-4]\b|h[12]\b|(?:later\s+)?date\b"
+    r"|day\b|later\b)"
+)
+#: Words a subject may not contain: personal and reflexive pronouns ("push each other", "moved me").
+_PRONOUN_WORDS: Final = _word_set(
+    "i me you he him she it we us they them myself yourself himself herself itself ourselves yourselves"
+    " themselves one another each"
+)
+#: Words a subject may not start with (after its determiner): quantifiers, intensifiers, particles,
+#: conjunctions, prepositions, pronoun-like words ("so much joy", "more attention", "on from that job").
+_NOT_SUBJECT_START: Final = _word_set(
+    "so such very really too much many more most less least few some any all both every lot lots bit"
+    " plenty enough several no none own same other another and or but nor on off out up down back over"
+    " away along around together in into with about of at by for from to get got make let just even also"
+    " still always never here there what which who whom whose how why when where whatever everything"
+    " something anything nothing everyone someone anyone everybody somebody anybody nobody this that these"
+    " those things thing stuff"
+)
+#: Abstract or filler words that never make a subject on their own ("joy", "the ideas", "a lot").
+_FILLER_WORDS: Final = _word_set(
+    "joy love fun happiness magic attention memories memory tears closer life lot lots bit bits thing"
+    " things stuff way ways time times comfort support hope energy vibes positivity peace gratitude"
+    " inspiration smile smiles laughter kindness warmth passion motivation strength courage confidence"
+    " ideas idea feelings feeling best better good great"
+)
+_FUNCTION_WORDS: Final = (
+    _PRONOUN_WORDS
+    | _NOT_SUBJECT_START
+    | _word_set(
+        "the a an my our your his her their its is are was were be been being am do does did have has had not"
+    )
+)
+#: Verbs that start an infinitive of purpose, never a new place or time ("moved to improve").
+_PURPOSE_VERBS: Final = _word_set(
+    "be get make do have see help improve reach experience tackle try keep work learn go take give find"
+    " become start stay feel show share create build grow pursue achieve explore follow live enjoy"
+    " spend focus celebrate remember say tell talk think know"
+)
+
+
+def _word(token: str) -> str:
+    """A token as a lower-case word without punctuation or contraction ("I'm" -> "i")."""
+    return token.lower().replace("’", "'").split("'")[0].strip('.,!?;:"()')
+
+
+def plausible_subject(words: str) -> bool:
+    """The object of a change reads as a noun phrase: it does not start with a quantifier,
+    intensifier, particle, preposition or pronoun-like word, holds no personal pronoun, and has a
+    word that is neither a function word, an -ly adverb nor filler ("so much joy", "each other")."""
+    tokens = [token for token in map(_word, words.split()) if token]
+    if not tokens or tokens[0] in _NOT_SUBJECT_START:
+        return False
+    if any(token in _PRONOUN_WORDS for token in tokens):
+        return False
+    return any(
+        token not in _FUNCTION_WORDS and token not in _FILLER_WORDS and not token.endswith("ly")
+        for token in tokens
+    )
+
+
+def _schedulable(value: str | None) -> bool:
+    """A value that starts as a date, time, weekday, month or part of the day ("July 17",
+    "tomorrow morning", "next week"); "win this year" is no schedulable value."""
+    return value is not None and _SCHEDULE_VALUE.match(value) is not None
+
+
+def _move_allowed(match: re.Match[str], old: str | None, new: str | None) -> bool:
+    """A move verb reads as a move: push/pull/bring only with their particle, and those and
+    shift/bump/slip only towards (or from) a schedulable value; no purpose infinitive
+    ("moved to improve") after any move verb."""
+    groups = match.groupdict()
+    verb = (groups.get("verb") or "").lower()
+    particle = (groups.get("p1") or groups.get("p2") or "").lower()
+    if new and _word(new.split()[0]) in _PURPOSE_VERBS:
+        return False
+    stem = next((stem for stem in _SCHEDULE_ONLY if verb.startswith(stem)), None)
+    if stem is None:
+        return True
+    needed = _NEEDED_PARTICLES.get(stem)
+    if needed is not None and particle not in needed:
+        return False
+    return _schedulable(new) or _schedulable(old)
+
 
 #: Draft type of each kind of change; None: keep the statement's own classification.
 DRAFT_TYPES: Final[dict[ChangeKind, MemoryType | None]] = {
@@ -220,10 +335,16 @@ def _from_pattern(kind: ChangeKind, match: re.Match[str]) -> Change | None:
         return Change(kind, "supersedes", None, old=old, new=new,
                       context=topic.group("topic") if topic else "", single=True)  # fmt: skip
     if kind == "rename":
+        if not plausible_subject(obj):
+            return None
         subject = _clean_subject(obj)
         if old is None:  # "Rename Falcon to Osprey": the object is the old name
             old = obj
         return Change(kind, "supersedes", subject, obj, determiner, old, new, single=True)
+    if kind == "move" and not _move_allowed(match, old, new):
+        return None
+    if not plausible_subject(obj):
+        return None
     subject = object_subject(obj) if kind == "task_done" else _clean_subject(obj)
     if subject is None:
         return None
@@ -239,7 +360,7 @@ def _task_done(statement: Statement) -> Change | None:
         return Change("task_done", "supersedes", subject, statement.core) if subject else None
     for pattern in _DONE_PATTERNS:
         match = pattern.match(statement.core)
-        if match:
+        if match and plausible_subject(match.group("obj")):
             subject = object_subject(match.group("obj"))
             if subject is not None:
                 return Change("task_done", "supersedes", subject, match.group("obj"))
@@ -434,11 +555,16 @@ def accepted_candidates(change: Change, candidates: Sequence[CandidateMemory], t
 # --- the rewritten fact ------------------------------------------------------------------------------
 
 
+_POSSESSIVES: Final = frozenset({"his", "her", "their", "your", "its"})
+
+
 def _display_subject(change: Change) -> str:
     words = change.subject_words.strip()
     if change.determiner in {"our", "my", "their", "his", "her"}:
         words = f"{change.determiner} {words}"
-    elif not any(word[:1].isupper() for word in words.split()):
+    elif not any(word[:1].isupper() for word in words.split()) and (
+        _word(words.split()[0]) not in _POSSESSIVES  # "her appointment" takes no "the"
+    ):
         words = f"the {words}"
     return words[:1].upper() + words[1:]
 
@@ -461,7 +587,7 @@ def _preposition(change: Change, new: str, retired: Sequence[CandidateMemory]) -
 
 def rewritten_fact(change: Change, retired: Sequence[CandidateMemory], today: date) -> str | None:
     """The statement as a plain current fact ("The release target is July 17, 2026."), if it has one."""
-    if change.new is None or not change.subject_words:
+    if change.new is None or not change.subject_words or not plausible_subject(change.subject_words):
         return None
     # The new value followed "to" in the statement: resolve it there ("to Friday" is a date).
     new = resolve_dates(f"to {change.new}", today).text.removeprefix("to ")
@@ -471,17 +597,6 @@ def rewritten_fact(change: Change, retired: Sequence[CandidateMemory], today: da
         if prep is None:
             return f"{subject} moved to {new}." if change.kind == "move" else f"{subject} is {new}."
         return f"{subject} is {prep} {new}." if prep else f"{subject} is {new}."
-    if change.kind == "reassign":
-        return f"{subject} is assigned to {new}."
-    if change.kind == "rename":
-        return f"{subject} is now called {new}."
-    return None
-    # The new value followed "to" in the statement: resolve it there ("to Friday" is a date).
-    new = resolve_dates(f"to {change.new}", today).text.removeprefix("to ")
-    subject = _display_subject(change)
-    if change.kind in {"move", "switch", "change"}:
-        prep = _preposition(change, change.new, retired)
-        return f"{subject} is {prep} {new}.".replace("  ", " ") if prep else f"{subject} is {new}."
     if change.kind == "reassign":
         return f"{subject} is assigned to {new}."
     if change.kind == "rename":
