@@ -43,7 +43,7 @@ def service() -> AdminService:
 )
 def create_project(request: Annotated[CreateProjectRequest, Body()]) -> CreateProjectResponse:
     principal(app).require_admin()
-    created = service().create_project(request.name)
+    created = service().create_project(request.name, request.timeZone)
     logger.info("project created", extra={"projectId": created.projectId, "keyId": created.keyId})
     return created
 

@@ -20,6 +20,7 @@ from kaibo_core.adapters.aws import dynamodb_client
 from kaibo_core.adapters.dynamodb_events import DynamoEventStore
 from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
 from kaibo_core.adapters.dynamodb_jobs import DynamoJobStore
+from kaibo_core.adapters.dynamodb_projects import DynamoProjectStore
 from kaibo_core.adapters.dynamodb_structuring import DynamoStructuringStore
 from kaibo_core.adapters.sqs_jobs import parse_job_message
 from kaibo_core.observability import logger, metrics
@@ -36,11 +37,13 @@ processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failu
 def service() -> tuple[StructuringService, DynamoJobStore]:
     settings = get_settings()
     client = dynamodb_client()
+    projects = DynamoProjectStore(client, settings.projects_table)
     structuring = StructuringService(
         DynamoEventStore(client, settings.events_table, settings.idempotency_table),
         DynamoStructuringStore(client, settings.memories_table, settings.index_table),
         DynamoTermIndex(client, settings.index_table),
         configured_structurer(settings),
+        project_time_zone=lru_cache(maxsize=1024)(projects.time_zone),  # set at creation, never changed
     )
     return structuring, DynamoJobStore(client, settings.jobs_table)
 

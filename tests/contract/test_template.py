@@ -89,6 +89,7 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
         ("dynamodb:UpdateItem", "TermIndexTable"),
         ("dynamodb:DeleteItem", "TermIndexTable"),
         ("dynamodb:UpdateItem", "JobsTable"),
+        ("dynamodb:GetItem", "ProjectsTable"),
         ("bedrock:InvokeModel", "foundation-model/${BedrockModelId}"),
     },
     "SweeperFunction": {

@@ -373,3 +373,48 @@ def test_given_unknown_ids_then_jobs_and_explain_answer_404(handler_env: Any) ->
     other = remember(new_project(), {"stream": "s", "events": [message("k1", "secret of B")]})
     assert get_job(project, other.body["jobId"]).status == 404  # another project's job: as unknown
     assert provisional_memory_id(other.body["events"][0]["id"]) == other.body["memories"][0]["id"]
+
+
+def test_given_a_project_time_zone_then_the_structure_function_resolves_dates_in_it(handler_env: Any) -> None:
+    from tests.integration.api import ADMIN_CONTEXT
+
+    refused = call(
+        "admin",
+        "POST",
+        "/v1/admin/projects",
+        body={"name": "tz", "timeZone": "Mars/Olympus"},
+        context=ADMIN_CONTEXT,
+    )
+    assert refused.status == 422
+    assert refused.body["error"]["code"] == "invalid_time_zone"
+    created = call(
+        "admin",
+        "POST",
+        "/v1/admin/projects",
+        body={"name": "tz", "timeZone": "Asia/Tokyo"},
+        context=ADMIN_CONTEXT,
+    )
+    assert created.status == 201, created.body
+    assert created.body["timeZone"] == "Asia/Tokyo"
+    project = created.body["projectId"]
+    reply = remember(
+        project,
+        {"stream": "s", "events": [message("k1", "The demo is tomorrow", occurredAt="2026-06-02T23:30:00Z")]},
+    )
+    run_structure(
+        handler_env, take_job_messages(handler_env, {reply.body["jobId"]})
+    )  # the rules, as deployed
+    job = get_job(project, reply.body["jobId"]).body
+    assert job["status"] == "done"
+    contents = [
+        call(
+            "memories",
+            "GET",
+            f"/v1/memories/{m}",
+            resource="/v1/memories/{memory_id}",
+            path_parameters={"memory_id": m},
+            context=project_context(project),
+        ).body["content"]
+        for m in job["memoryIds"]
+    ]
+    assert any("June 4, 2026" in c for c in contents), contents  # Tokyo: already June 3 at 23:30Z

@@ -366,3 +366,24 @@ def test_given_a_later_statement_winning_the_race_then_the_earlier_one_re_resolv
     ]
     assert history
     assert all(p.valid_to_ms is not None for p in history)
+
+
+@pytest.mark.parametrize(
+    ("event_zone", "project_zone", "resolved"),
+    [
+        (None, None, "June 3, 2026"),  # the documented default: UTC
+        (None, "Asia/Tokyo", "June 4, 2026"),  # already June 3 in Tokyo: tomorrow is the 4th
+        ("America/Los_Angeles", "Asia/Tokyo", "June 3, 2026"),  # the event's own zone wins
+    ],
+)
+def test_given_time_zones_then_tomorrow_resolves_in_the_event_then_project_then_default_zone(
+    event_zone: str | None, project_zone: str | None, resolved: str
+) -> None:
+    from kaibo_core.structuring.rules import RuleStructurer
+
+    zones: dict[str, str] = {PROJECT: project_zone} if project_zone else {}
+    kaibo = EmbeddedKaibo(RuleStructurer(), clock=lambda: NOW, project_time_zones=zones)
+    extra = {"timeZone": event_zone} if event_zone else {}
+    remember(kaibo, event("k1", "The demo is tomorrow", "2026-06-02T23:30:00Z", **extra))
+    (memory_id,) = kaibo.structure_pending().memory_ids
+    assert resolved in (memory(kaibo, memory_id).content or "")

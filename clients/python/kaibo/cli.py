@@ -83,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     target.add_argument("--name", help="create a new project with this name, and its first key")
     target.add_argument("--project", help="create another key for this project id (prj_...)")
     create.add_argument(
+        "--time-zone", help="with --name: the project's default time zone (IANA, e.g. Europe/Berlin)"
+    )
+    create.add_argument(
         "--scopes",
         help=f"comma-separated scopes for --project: read,write,forget,admin (default: {DEFAULT_SCOPES})",
     )
@@ -220,7 +223,7 @@ def _keys_create(args: argparse.Namespace) -> int:
             raise UsageError(
                 "--scopes goes with --project; a new project's first key gets the server's default scopes"
             )
-        created = client.create_project(args.name)
+        created = client.create_project(args.name, args.time_zone)
     else:
         scopes = [s.strip() for s in (args.scopes or DEFAULT_SCOPES).split(",") if s.strip()]
         if not scopes:

@@ -398,9 +398,15 @@ class KaiboClient:
 
     # -- admin (admin key) ---------------------------------------------------------------------
 
-    def create_project(self, name: str) -> dict[str, Any]:
-        """POST /v1/admin/projects: a new project and its first key ``{"projectId", "keyId", "apiKey"}``."""
-        return self._object("POST", "/v1/admin/projects", {"name": name})
+    def create_project(self, name: str, time_zone: str | None = None) -> dict[str, Any]:
+        """POST /v1/admin/projects: a new project and its first key ``{"projectId", "keyId", "apiKey"}``.
+
+        ``time_zone`` (IANA name) is where its events without a ``timeZone`` resolve "tomorrow".
+        """
+        body: dict[str, Any] = {"name": name}
+        if time_zone is not None:
+            body["timeZone"] = time_zone
+        return self._object("POST", "/v1/admin/projects", body)
 
     def create_key(self, project_id: str, scopes: Sequence[str]) -> dict[str, Any]:
         """POST /v1/admin/projects/{id}/keys: another key ``{"keyId", "apiKey", "scopes"}``."""

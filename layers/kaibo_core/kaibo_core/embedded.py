@@ -40,6 +40,7 @@ class EmbeddedKaibo:
         structurer: Structurer,
         clock: Clock = utc_now,
         recall_params: RecallParams | None = None,
+        project_time_zones: dict[str, str] | None = None,
     ) -> None:
         self.events = InMemoryEventStore()
         self.memories = InMemoryMemoryStore()
@@ -50,7 +51,12 @@ class EmbeddedKaibo:
             self.events, self.memories, jobs=self.queue, clock=self._now, sleep=lambda _: None
         )
         self.structuring = StructuringService(
-            self.events, self.memories, self.memories, structurer, clock=self._now
+            self.events,
+            self.memories,
+            self.memories,
+            structurer,
+            clock=self._now,
+            project_time_zone=(project_time_zones or {}).get,
         )
         self.recall_service = RecallService(
             self.memories, self.memories, clock=self._now, params=recall_params

@@ -46,21 +46,30 @@ class DynamoProjectStore:
             }
         }
 
-    def create_project(
-        self, project: ProjectId, name: str, key: IssuedKey, scopes: Sequence[str], now: str
+    def create_project(  # noqa: PLR0917 - a project's fields
+        self,
+        project: ProjectId,
+        name: str,
+        key: IssuedKey,
+        scopes: Sequence[str],
+        now: str,
+        time_zone: str | None = None,
     ) -> None:
         """The project and its first key, together or not at all."""
+        item: dict[str, Any] = {
+            **{k: {"S": v} for k, v in storage_keys.project_key(project).items()},
+            "projectId": {"S": project},
+            "name": {"S": name},
+            "createdAt": {"S": now},
+        }
+        if time_zone is not None:
+            item["timeZone"] = {"S": time_zone}
         self._client.transact_write_items(
             TransactItems=[
                 {
                     "Put": {
                         "TableName": self._table,
-                        "Item": {
-                            **{k: {"S": v} for k, v in storage_keys.project_key(project).items()},
-                            "projectId": {"S": project},
-                            "name": {"S": name},
-                            "createdAt": {"S": now},
-                        },
+                        "Item": item,
                         "ConditionExpression": "attribute_not_exists(pk)",
                     }
                 },
@@ -101,6 +110,17 @@ class DynamoProjectStore:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
                 raise NotFoundError("key_not_found", f"No API key {key_id!r}.") from exc
             raise
+
+    def time_zone(self, project: ProjectId) -> str | None:
+        """The project's default time zone (None: not set, or no such project)."""
+        response = self._client.get_item(
+            TableName=self._table,
+            Key={k: {"S": v} for k, v in storage_keys.project_key(project).items()},
+            ProjectionExpression="#tz",
+            ExpressionAttributeNames={"#tz": "timeZone"},  # TIMEZONE is a reserved word
+        )
+        item: dict[str, Any] = dict(response.get("Item") or {})
+        return str(item["timeZone"]["S"]) if "timeZone" in item else None
 
     def get_key(self, key_id: str) -> StoredKey | None:
         response = self._client.get_item(

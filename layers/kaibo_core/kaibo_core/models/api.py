@@ -212,6 +212,13 @@ class StreamsPage(WireModel):
 
 class CreateProjectRequest(WireModel):
     name: str = Field(min_length=1, max_length=128)
+    timeZone: str | None = Field(  # noqa: N815
+        default=None,
+        max_length=64,
+        description="IANA name: where this project's events without a timeZone resolve 'tomorrow' "
+        "(default UTC).",
+        examples=["Europe/Berlin"],
+    )
 
 
 class CreateProjectResponse(WireModel):
@@ -219,6 +226,7 @@ class CreateProjectResponse(WireModel):
     keyId: str  # noqa: N815
     apiKey: str = Field(description="Shown once; Kaibo stores only a salted hash.")  # noqa: N815
     scopes: list[Scope]
+    timeZone: str = "UTC"  # noqa: N815
 
 
 def _default_scopes() -> list[Scope]:

@@ -149,13 +149,16 @@ class StructuringService:
         memories: StructuringStore,
         index: TermIndex,
         structurer: Structurer,
+        *,
         clock: Clock = utc_now,
+        project_time_zone: Callable[[ProjectId], str | None] = lambda _project: None,
     ) -> None:
         self._events = events
         self._memories = memories
         self._finder = CandidateFinder(index, memories)
         self._structurer = structurer
         self._clock = clock
+        self._project_time_zone = project_time_zone
 
     # -- jobs -----------------------------------------------------------------------------------
 
@@ -222,7 +225,7 @@ class StructuringService:
             kind=event.kind,
             text=provisional.content,
             occurred_at=event.occurred_at,
-            time_zone=event.time_zone or DEFAULT_TIME_ZONE,
+            time_zone=event.time_zone or self._project_time_zone(project) or DEFAULT_TIME_ZONE,
             supersedes=event.supersedes,
             cancels=event.cancels,
         )
