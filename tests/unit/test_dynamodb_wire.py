@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import botocore.session
@@ -94,3 +95,36 @@ def test_given_an_error_then_the_body_is_left_to_botocore() -> None:
     dynamodb_wire._take_query_items(response_dict=response_dict, customized_response_dict=customized)
     assert customized == {}
     assert json.loads(response_dict["body"]) == document
+
+
+def test_given_remembered_user_agents_then_every_request_carries_botocores_own_header() -> None:
+    """The memoized User-Agent equals the one botocore builds, request after request (answered by
+    a before-send hook: nothing leaves the process)."""
+    import botocore.session
+    from botocore.awsrequest import AWSResponse, HTTPHeaders
+
+    from kaibo_core.adapters.aws import remember_user_agents
+
+    class Body:
+        def stream(self, **_: object) -> Iterator[bytes]:
+            yield b"{}"
+
+    session = botocore.session.get_session()
+    sent: dict[str, list[str]] = {"plain": [], "memoized": []}
+    for name, headers in sent.items():
+        client: Any = session.create_client(
+            "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+        )
+        if name == "memoized":
+            remember_user_agents(client)
+
+        def answer(request: Any, headers: list[str] = headers, **_: object) -> AWSResponse:
+            headers.append(request.headers["User-Agent"])
+            return AWSResponse(request.url, 200, HTTPHeaders(), Body())
+
+        client.meta.events.register("before-send.dynamodb.*", answer)
+        for _ in range(3):
+            client.get_item(TableName="t", Key={"pk": {"S": "x"}})
+    assert sent["memoized"] == sent["plain"]
+    assert len(sent["memoized"]) == 3
+    assert len(set(sent["memoized"])) == 1
