@@ -239,14 +239,8 @@ def structure_each(
         started = time.process_time()
         stats = kaibo.structure(project, job_id)
         steps.append(time.process_time() - started - (structurer.overhead - overhead))
-        add_stats(total, stats)
+        total.add(stats)
     return total
-
-
-def add_stats(total: StructuringStats, stats: StructuringStats) -> None:
-    for name in ("events", "memories", "superseded", "canceled", "filed_as_history", "refused", "conflicts"):
-        setattr(total, name, getattr(total, name) + getattr(stats, name))
-    total.memory_ids.extend(stats.memory_ids)
 
 
 def structured_memories(kaibo: EmbeddedKaibo, project: ProjectId) -> list[MemoryRecord]:
@@ -679,7 +673,7 @@ def run_conversation(conversation: str, turns: Sequence[Turn], cpu: CpuSamples) 
     for position, turn in enumerate(turns):
         outcome = kaibo.remember(project, {"stream": conversation, "events": [event_body(turn)]})
         order[outcome.events[0].record.id] = position
-        add_stats(total, structure_each(kaibo, structurer, cpu.step))
+        total.add(structure_each(kaibo, structurer, cpu.step))
     cpu.take(structurer)
     stored = structured_memories(kaibo, project)
     by_id = {memory.id: memory for memory in stored}
@@ -731,7 +725,7 @@ def section_locomo(out: Output, data_path: Path, sizes: Sizes, cpu: CpuSamples) 
     total = ConversationResult("**total**", 0, StructuringStats(), Counter(), [])
     for result in results:
         total.turns += result.turns
-        add_stats(total.stats, result.stats)
+        total.stats.add(result.stats)
         total.types.update(result.types)
     out(
         f"{data_path}: {len(names)} of {len(by_conversation)} conversations"
@@ -1084,7 +1078,7 @@ def section_writes(out: Output, texts: Sequence[tuple[str, dict[str, Any]]], sou
             for name, value in meter.since(before).items():
                 remembered[name] += value
             before = meter.snapshot()
-            add_stats(stats, structuring.structure_job(project, outcome.job_id, jobs))
+            stats.add(structuring.structure_job(project, outcome.job_id, jobs))
             for name, value in meter.since(before).items():
                 structured[name] += value
             if done % 50 == 0:

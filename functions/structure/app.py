@@ -56,20 +56,7 @@ def structure_record(record: SQSRecord) -> None:
     metrics.add_metric("MemoriesStructured", MetricUnit.Count, stats.memories)
     metrics.add_metric("MemoriesSuperseded", MetricUnit.Count, stats.superseded + stats.canceled)
     # Numbers and ids only: event text never reaches the logs.
-    logger.info(
-        "structured",
-        extra={
-            "jobId": job_id,
-            "events": stats.events,
-            "memories": stats.memories,
-            "superseded": stats.superseded,
-            "canceled": stats.canceled,
-            "filedAsHistory": stats.filed_as_history,
-            "refused": stats.refused,
-            "conflicts": stats.conflicts,
-            "replays": stats.replays,
-        },
-    )
+    logger.info("structured", extra={"jobId": job_id, **stats.counts()})
 
 
 @logger.inject_lambda_context(log_event=False)

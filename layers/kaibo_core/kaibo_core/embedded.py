@@ -79,18 +79,7 @@ class EmbeddedKaibo:
         pending, self.queue.sent = self.queue.sent, []
         total = StructuringStats()
         for project, job_id in order(pending) if order else pending:
-            stats = self.structure(project, job_id)
-            for name in (
-                "events",
-                "memories",
-                "superseded",
-                "canceled",
-                "filed_as_history",
-                "refused",
-                "conflicts",
-            ):
-                setattr(total, name, getattr(total, name) + getattr(stats, name))
-            total.memory_ids.extend(stats.memory_ids)
+            total.add(self.structure(project, job_id))
         return total
 
     def recall(self, project: ProjectId, body: dict[str, Any]) -> dict[str, Any]:

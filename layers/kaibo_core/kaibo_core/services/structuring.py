@@ -103,6 +103,36 @@ class StructuringStats:
     links_dropped: int = 0
     memory_ids: list[str] = field(default_factory=list)
 
+    def counts(self) -> dict[str, int]:
+        """The figures by their log and report names (numbers only)."""
+        return {
+            "events": self.events,
+            "memories": self.memories,
+            "superseded": self.superseded,
+            "canceled": self.canceled,
+            "filedAsHistory": self.filed_as_history,
+            "refused": self.refused,
+            "conflicts": self.conflicts,
+            "replays": self.replays,
+            "linksDropped": self.links_dropped,
+        }
+
+    def add(self, other: StructuringStats) -> None:
+        """Count ``other``'s work in these totals."""
+        for name in (
+            "events",
+            "memories",
+            "superseded",
+            "canceled",
+            "filed_as_history",
+            "refused",
+            "conflicts",
+            "replays",
+            "links_dropped",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.memory_ids.extend(other.memory_ids)
+
 
 class CandidateFinder:
     """Earlier current memories that a statement may refer to: a lexical search over the
