@@ -479,3 +479,30 @@ def test_a_typical_message_takes_well_under_a_millisecond() -> None:
             structurer.structure(event(text + " " * (round_ % 2)), search)
     average_ms = (time.perf_counter() - started) * 1000 / 400
     assert average_ms < 3.0  # ~0.4 ms on a laptop; generous for slow CI
+
+
+def test_given_consecutive_narrative_statements_then_they_are_one_episode_and_facts_stand_alone() -> None:
+    from kaibo_core.structuring.drafts import EventToStructure
+    from kaibo_core.structuring.rules import RuleStructurer
+
+    event = EventToStructure(
+        event_id="evt_1",
+        stream="s",
+        seq=1,
+        hash="0" * 64,
+        kind="message",
+        text=(
+            "Caroline: I went to a support group yesterday. I met so many people there. "
+            "The meeting room is on the third floor. We talked for hours."
+        ),
+        occurred_at="2026-06-02T09:30:00.000Z",
+    )
+    drafts = RuleStructurer().structure(event, lambda _query: [])
+    assert [(d.type, d.content) for d in drafts] == [
+        (
+            "episode",
+            "Caroline: I went to a support group yesterday (June 1, 2026). I met so many people there.",
+        ),
+        ("fact", "Caroline: The meeting room is on the third floor."),
+        ("episode", "Caroline: We talked for hours."),
+    ]

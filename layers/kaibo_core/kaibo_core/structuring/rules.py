@@ -53,6 +53,22 @@ class _Plan:
 
     drafts: list[MemoryDraft] = field(default_factory=list)
     linked: set[str] = field(default_factory=set)
+    #: Consecutive plain episode statements, kept together as one memory (see ``flush_episodes``).
+    episodes: list[tuple[Statement, str, float]] = field(default_factory=list)
+    occurred_at: str = ""
+
+    def flush_episodes(self) -> None:
+        """One episode for a run of consecutive narrative statements: a story told in three
+        sentences is one memory, not three (fewer, fuller memories: cheaper to index, and
+        each keeps its context for recall)."""
+        if not self.episodes:
+            return
+        first = self.episodes[0][0]
+        text = " ".join(content for _, content, _ in self.episodes)
+        content = f"{first.speaker}: {text}" if first.speaker else text
+        confidence = min(confidence for _, _, confidence in self.episodes)
+        self.drafts.append(MemoryDraft("episode", content, self.occurred_at, confidence))
+        self.episodes.clear()
 
     @property
     def full(self) -> bool:
@@ -107,10 +123,12 @@ class RuleStructurer:
     ) -> None:
         today = local_date(event.occurred_at, event.time_zone)
         split = split_statements(text)
+        plan.occurred_at = event.occurred_at
         for statement in split.statements:
             if plan.full:
                 break
             self._statement_drafts(event, statement, today, search, plan)
+        plan.flush_episodes()
         if split.overflow and plan.drafts:
             overflow = MemoryDraft("episode", split.overflow, event.occurred_at, WHOLE_TEXT_CONFIDENCE)
             if plan.full:
@@ -124,8 +142,14 @@ class RuleStructurer:
         classification = classify(statement)
         if classification is None:
             return
-        content = resolve_dates(_with_speaker(statement), today).text
         change = detect_change(statement)
+        if change is None and classification.type == "episode":
+            plan.episodes.append(
+                (statement, resolve_dates(statement.text, today).text, classification.confidence)
+            )
+            return
+        plan.flush_episodes()
+        content = resolve_dates(_with_speaker(statement), today).text
         if change is None:
             subject = subject_of(statement, classification.type)
             plan.drafts.append(
