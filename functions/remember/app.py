@@ -29,6 +29,7 @@ from kaibo_core.observability import logger, metrics
 from kaibo_core.services.jobs import JobsService
 from kaibo_core.services.remember import RememberOutcome, RememberService
 from kaibo_core.settings import get_settings
+from kaibo_core.storage_keys import ProjectId
 
 app = create_resolver()
 
@@ -61,7 +62,7 @@ def _memories_out(memories: list[MemoryRecord]) -> list[ProvisionalMemoryOut]:
 
 
 def _waited(
-    project: Any, outcome: RememberOutcome, body: RememberResponse
+    project: ProjectId, outcome: RememberOutcome, body: RememberResponse
 ) -> RememberResponse | Response[Any]:
     """``wait: true``: 200 with the structured memories once the job is done, else 202 as usual."""
     if outcome.job_id is None:

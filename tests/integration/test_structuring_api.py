@@ -22,7 +22,6 @@ from kaibo_core.adapters.dynamodb_structuring import DynamoStructuringStore
 from kaibo_core.adapters.dynamodb_values import key
 from kaibo_core.adapters.sqs_jobs import parse_job_message
 from kaibo_core.models.api import RecallRequest
-from kaibo_core.provisional import provisional_memory_id
 from kaibo_core.services.recall import RecallService
 from kaibo_core.services.structuring import StructuringService
 from kaibo_core.storage_keys import ProjectId
@@ -372,7 +371,7 @@ def test_given_unknown_ids_then_jobs_and_explain_answer_404(handler_env: Any) ->
     assert explain(project, "mem_nope").body["error"]["code"] == "memory_not_found"
     other = remember(new_project(), {"stream": "s", "events": [message("k1", "secret of B")]})
     assert get_job(project, other.body["jobId"]).status == 404  # another project's job: as unknown
-    assert provisional_memory_id(other.body["events"][0]["id"]) == other.body["memories"][0]["id"]
+    assert explain(project, other.body["memories"][0]["id"]).status == 404  # and its memories
 
 
 def test_given_a_project_time_zone_then_the_structure_function_resolves_dates_in_it(handler_env: Any) -> None:

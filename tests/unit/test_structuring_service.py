@@ -5,7 +5,6 @@ occurredAt, idempotent redelivery, forgotten events refused, explain, jobs."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -318,10 +317,6 @@ def test_given_any_interleaving_of_the_switch_and_a_batch_read_then_exactly_one_
     seen = one_of_each_pair(_pair(provisional_status, structured_status))
     shown = [m.id for m in seen.values() if m.status in {"provisional", "active"}]
     assert len(shown) == 1, (provisional_status, structured_status, shown)
-
-
-def _ids(memories: Sequence[MemoryRecord]) -> list[str]:
-    return sorted(m.id for m in memories)
 
 
 def test_given_a_later_statement_winning_the_race_then_the_earlier_one_re_resolves_into_history(

@@ -71,10 +71,6 @@ def event_item(record: EventRecord) -> Item:
     return item
 
 
-def _string_list(value: Any) -> tuple[str, ...]:
-    return tuple(v["S"] for v in value.get("L", [])) if value else ()
-
-
 def record_from_item(item: dict[str, Any]) -> EventRecord:
     return EventRecord(
         project_id=item["projectId"]["S"],
@@ -93,8 +89,8 @@ def record_from_item(item: dict[str, Any]) -> EventRecord:
         v=int(item["v"]["N"]),
         job_id=item["jobId"]["S"] if "jobId" in item else None,
         time_zone=item["timeZone"]["S"] if "timeZone" in item else None,
-        supersedes=_string_list(item.get("supersedes")),
-        cancels=_string_list(item.get("cancels")),
+        supersedes=values.string_list(item.get("supersedes")),
+        cancels=values.string_list(item.get("cancels")),
     )
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 from botocore.exceptions import ClientError
 
 from kaibo_core import storage_keys
-from kaibo_core.adapters.dynamodb_values import Item, key, n, s, strings
+from kaibo_core.adapters.dynamodb_values import Item, key, n, s, string_list, strings
 from kaibo_core.models.jobs import EventLocation, JobRecord
 from kaibo_core.storage_keys import ProjectId
 
@@ -68,7 +68,7 @@ def job_from_item(item: dict[str, Any]) -> JobRecord:
         ),
         created_at=item["createdAt"]["S"],
         updated_at=item["updatedAt"]["S"],
-        memory_ids=tuple(v["S"] for v in item.get("memoryIds", {}).get("L", [])),
+        memory_ids=string_list(item.get("memoryIds")),
         attempts=int(item.get("attempts", {}).get("N", "0")),
         error=item["error"]["S"] if "error" in item else None,
     )

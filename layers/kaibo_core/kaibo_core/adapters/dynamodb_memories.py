@@ -31,7 +31,7 @@ from botocore.exceptions import ClientError
 
 from kaibo_core import storage_keys
 from kaibo_core.adapters.aws import io_pool
-from kaibo_core.adapters.dynamodb_values import Item, key, n, s, strings
+from kaibo_core.adapters.dynamodb_values import Item, key, n, s, string_list, strings
 from kaibo_core.indexing import (
     DF_SHARDS,
     IndexPlan,
@@ -96,10 +96,6 @@ def memory_item(memory: MemoryRecord, dl: int) -> Item:
     return item
 
 
-def _strings_of(value: Any) -> tuple[str, ...]:
-    return tuple(v["S"] for v in value.get("L", [])) if value else ()
-
-
 def memory_from_item(project: ProjectId, item: dict[str, Any]) -> MemoryRecord:
     return MemoryRecord(
         project_id=project,
@@ -121,11 +117,11 @@ def memory_from_item(project: ProjectId, item: dict[str, Any]) -> MemoryRecord:
             for ref in item.get("sourceEvents", {}).get("L", [])
         ),
         created_at=item["createdAt"]["S"],
-        supersedes=_strings_of(item.get("supersedes")),
-        superseded_by=_strings_of(item.get("supersededBy")),
-        replaced_by=_strings_of(item.get("replacedBy")),
+        supersedes=string_list(item.get("supersedes")),
+        superseded_by=string_list(item.get("supersededBy")),
+        replaced_by=string_list(item.get("replacedBy")),
         subject=item["subject"]["S"] if "subject" in item else None,
-        tags=_strings_of(item.get("tags")),
+        tags=string_list(item.get("tags")),
         replaces=item["replaces"]["S"] if "replaces" in item else None,
         becomes=item["becomes"]["S"] if "becomes" in item else None,
     )

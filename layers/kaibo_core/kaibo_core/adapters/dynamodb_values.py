@@ -25,6 +25,11 @@ def strings(values: tuple[str, ...] | list[str]) -> AttributeValueTypeDef:
     return {"L": [{"S": value} for value in values]}
 
 
+def string_list(value: Any) -> tuple[str, ...]:
+    """The strings of a list attribute written by ``strings`` (absent: none)."""
+    return tuple(v["S"] for v in value.get("L", [])) if value else ()
+
+
 def key(fields: Mapping[str, str | int]) -> Item:
     return {name: (n(value) if isinstance(value, int) else s(value)) for name, value in fields.items()}
 

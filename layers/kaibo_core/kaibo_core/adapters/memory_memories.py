@@ -140,17 +140,17 @@ class InMemoryMemoryStore:
                     self.memories[(project, memory_id)] = replace(memory, status="tombstoned", content=None)
 
     def unindex(self, memory: MemoryRecord) -> None:
+        plan = plan_index(memory.id, memory_terms(memory))
+        project = memory.project_id
         with self._lock:
             removed = False
-            for (project, side, term), postings in self.postings.items():
-                if project == memory.project_id and side == "c" and memory.id in postings:
-                    del postings[memory.id]
+            for entry in plan.entries:
+                if self.postings.get((project, "c", entry.term), {}).pop(memory.id, None) is not None:
                     removed = True
-                    self.doc_freqs[(project, term)] -= 1
+                    self.doc_freqs[(project, entry.term)] -= 1
             if removed:
-                plan = plan_index(memory.id, memory_terms(memory))
-                stats = self.corpus[memory.project_id]
-                self.corpus[memory.project_id] = CorpusStats(stats.docs - 1, stats.terms - plan.dl)
+                stats = self.corpus[project]
+                self.corpus[project] = CorpusStats(stats.docs - 1, stats.terms - plan.dl)
 
     def move_to_history(self, memory: MemoryRecord) -> None:
         plan = plan_index(memory.id, memory_terms(memory))

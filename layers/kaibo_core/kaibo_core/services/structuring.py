@@ -20,7 +20,6 @@ Every step is idempotent: a redelivered job repeats nothing that counts twice.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, Literal, Protocol
@@ -52,8 +51,6 @@ from kaibo_core.structuring.plan import (
     structured_memory_id,
 )
 from kaibo_core.text import query_terms
-
-log = logging.getLogger(__name__)
 
 #: Links are resolved again at most this often when their targets keep changing.
 MAX_RESOLVE_ROUNDS: Final = 4
@@ -394,6 +391,3 @@ class StructuringService:
 def _whole_text_draft(event: EventToStructure) -> MemoryDraft:
     """A structurer that proposes nothing still keeps the event's text: an episode."""
     return MemoryDraft(type="episode", content=event.text, valid_from=event.occurred_at, confidence=0.5)
-
-
-StructurerFactory = Callable[[], Structurer]
