@@ -51,7 +51,7 @@ pytest: venv tools
 test: lint pytest
 
 bench: venv
-	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) bench/remember.py $(if $(QUICK),--quick,)
+	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) bench/remember.py $(if $(QUICK),--quick,) $(BENCH_ARGS)
 
 # Benchmark-only packages (bm25s, numpy) on top of the dev environment; never installed by CI.
 $(VENV)/.bench-installed: $(VENV)/.installed requirements-bench.txt

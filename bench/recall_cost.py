@@ -29,6 +29,7 @@ import argparse
 import contextlib
 import cProfile
 import gc
+import http.client
 import importlib.metadata
 import io
 import itertools
@@ -60,7 +61,8 @@ import botocore.session
 from botocore.awsrequest import AWSHTTPConnection
 
 from kaibo_core import storage_keys
-from kaibo_core.adapters.aws import dynamodb_client
+from kaibo_core.adapters.aws import dynamodb_client, dynamodb_reads
+from kaibo_core.adapters.dynamodb_direct import DirectDynamoReads
 from kaibo_core.adapters.dynamodb_events import DynamoEventStore
 from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
 from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore, memory_item, posting_item
@@ -118,6 +120,7 @@ HIT_TOLERANCE_POINTS: Final = 2.0  # needle hit rate at 100k at most this many p
 CPU_TARGET_MS: Final = 20.0  # recall CPU p95 at 10k
 CPU_TARGET_SIZE: Final = 10_000
 DRIFT_SAMPLE: Final = 50
+PROFILE_ROWS: Final = 15
 
 
 @dataclass(frozen=True)
@@ -701,7 +704,7 @@ class _Call:
 
     operation: str
     body: bytes
-    parsed: dict[str, Any]
+    parsed: dict[str, Any] | bytes  # bytes: a direct read's response body, parsed when counted
     response_bytes: int
 
 
@@ -749,6 +752,12 @@ class DynamoMeter:
         now = self.snapshot()
         return {name: now.get(name, 0.0) - before.get(name, 0.0) for name in now.keys() | before.keys()}
 
+    def observe_direct(self, operation: str, body: bytes, answer: bytes) -> None:
+        """``DirectDynamoReads``' observer: a read sent without botocore (no botocore events)."""
+        with self._lock:
+            self._counts["attempts"] = self._counts.get("attempts", 0.0) + 1
+            self._pending.append(_Call(operation, body, answer, len(answer)))
+
     def _before_call(self, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         context["bench_body"] = params.get("body") or b"{}"
 
@@ -766,7 +775,8 @@ class DynamoMeter:
             self._pending.append(call)
 
     def _count(self, call: _Call) -> None:
-        operation, parsed = call.operation, call.parsed
+        operation = call.operation
+        parsed: dict[str, Any] = json.loads(call.parsed) if isinstance(call.parsed, bytes) else call.parsed
         body: dict[str, Any] = json.loads(call.body)
         amounts: defaultdict[str, float] = defaultdict(float)
         amounts[f"requests:{operation}"] = 1
@@ -843,28 +853,38 @@ class ConnectionMeter:
     """CPU time spent opening HTTP connections to the emulator (the thread's own CPU, per connect).
 
     werkzeug's development server, under moto, answers every request with ``Connection: close``,
-    so botocore opens a new TCP connection for each request; on AWS its pool keeps them open
-    (a Lambda container reuses its connections). Wraps ``AWSHTTPConnection.connect`` in this
+    so each request opens a new TCP connection; on AWS connections are kept alive (a Lambda
+    container reuses them). Wraps ``AWSHTTPConnection.connect`` (botocore) and
+    ``http.client.HTTPConnection.connect`` (the direct reads; the outermost call only) in this
     process, so that the recall CPU can be shown with and without this local-only cost.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._depth = threading.local()
         self.connects = 0
         self.cpu = 0.0
-        original = AWSHTTPConnection.connect
+        for cls in (AWSHTTPConnection, http.client.HTTPConnection):  # botocore's, the direct reads'
+            self._wrap(cls)
 
-        def connect(connection: AWSHTTPConnection) -> None:
+    def _wrap(self, cls: Any) -> None:
+        original = cls.connect
+
+        def connect(connection: Any) -> None:
+            depth = getattr(self._depth, "value", 0)
+            self._depth.value = depth + 1
             started = time.thread_time()
             try:
                 original(connection)
             finally:
                 spent = time.thread_time() - started
-                with self._lock:
-                    self.connects += 1
-                    self.cpu += spent
+                self._depth.value = depth
+                if depth == 0:  # the outermost connect only
+                    with self._lock:
+                        self.connects += 1
+                        self.cpu += spent
 
-        AWSHTTPConnection.connect = connect  # type: ignore[method-assign,assignment]
+        cls.connect = connect
 
     def snapshot(self) -> tuple[int, float]:
         with self._lock:
@@ -1031,7 +1051,7 @@ class RecallSample:
 class ProfiledTermIndex(DynamoTermIndex):
     """``DynamoTermIndex`` whose reads (on the io pool's threads) run under their own profilers."""
 
-    def __init__(self, client: DynamoDBClient, table: str) -> None:
+    def __init__(self, client: DynamoDBClient | DirectDynamoReads, table: str) -> None:
         super().__init__(client, table)
         self.profiles: list[cProfile.Profile] = []
         self._profiles_lock = threading.Lock()
@@ -1213,7 +1233,7 @@ def profile_text(
     stats = pstats.Stats(main, stream=out)
     for profile in index.profiles:
         stats.add(profile)
-    stats.strip_dirs().sort_stats("tottime").print_stats(15)
+    stats.strip_dirs().sort_stats("tottime").print_stats(PROFILE_ROWS)
     return out.getvalue()
 
 
@@ -1226,6 +1246,8 @@ class Harness:
     meter: DynamoMeter
     connections: ConnectionMeter
     collector: GcMeter
+    #: What recall reads through: ``DirectDynamoReads`` (as the recall function) or the client.
+    reads: DynamoDBClient | DirectDynamoReads
 
 
 def bench_size(harness: Harness, size: int, sizes: Sizes, profile: bool) -> SizeResult:
@@ -1235,8 +1257,9 @@ def bench_size(harness: Harness, size: int, sizes: Sizes, profile: bool) -> Size
     seeding: dict[str, Any] = emulator.call("corpus", project, size, sizes.recalls - NEEDLES)
     progress(f"  done: {seeding['postings']:,} postings in {seeding['seconds']:.0f} s")
     tables = emulator.tables
-    memories = DynamoMemoryStore(client, tables["MemoriesTable"], tables["TermIndexTable"])
-    service = RecallService(DynamoTermIndex(client, tables["TermIndexTable"]), memories)
+    reads = harness.reads
+    memories = DynamoMemoryStore(client, tables["MemoriesTable"], tables["TermIndexTable"], reads=reads)
+    service = RecallService(DynamoTermIndex(reads, tables["TermIndexTable"]), memories)
     questions = [Question(**question) for question in seeding["questions"]]
     warmup = [replace(q, kind="warmup") for q in questions[NEEDLES : NEEDLES + sizes.warmup]]
     run_recalls(service, harness, project, warmup)
@@ -1244,7 +1267,7 @@ def bench_size(harness: Harness, size: int, sizes: Sizes, profile: bool) -> Size
     samples = run_recalls(service, harness, project, questions)
     result = SizeResult(size, seeding, emulator.memory_mb(), samples)
     if profile and size == profile_size(sizes):
-        index = ProfiledTermIndex(client, tables["TermIndexTable"])
+        index = ProfiledTermIndex(harness.reads, tables["TermIndexTable"])
         profiled = RecallService(index, memories)
         result.profile = profile_text(profiled, index, project, questions[: sizes.profiled_recalls])
     return result
@@ -1382,7 +1405,8 @@ def report_recalls(results: Sequence[SizeResult], report: Report) -> dict[str, A
         "separate process (seeded there too), so moto's work is not in it; wall time includes it. Requests "
         "are built before the clock starts (pydantic validation is the handler's). The emulator (werkzeug) "
         "closes every connection, so each request opens a new one; *pooled* subtracts the CPU spent in "
-        "those connects (`AWSHTTPConnection.connect`, the connecting thread's CPU), as with the kept-alive "
+        "those connects (`AWSHTTPConnection.connect` and `http.client.HTTPConnection.connect`, the "
+        "connecting thread's CPU), as with the kept-alive "
         "connections of a Lambda container; the targets use it. GC: CPU inside the garbage collector "
         "(`gc.callbacks`), included in both."
     )
@@ -1532,7 +1556,7 @@ def bench_writes(
 # --- Main -----------------------------------------------------------------------------------------
 
 
-def run(sizes: Sizes, profile: bool, report: Report) -> dict[str, Any]:
+def run(sizes: Sizes, profile: bool, report: Report, direct: bool = True) -> dict[str, Any]:
     progress("starting the emulator process ...")
     emulator = EmulatorProcess()
     try:
@@ -1540,7 +1564,12 @@ def run(sizes: Sizes, profile: bool, report: Report) -> dict[str, Any]:
         os.environ["AWS_ENDPOINT_URL"] = emulator.endpoint
         client = dynamodb_client()
         meter = DynamoMeter(client, emulator.tables)
-        harness = Harness(emulator, client, meter, ConnectionMeter(), GcMeter())
+        reads = dynamodb_reads(direct, observer=meter.observe_direct)
+        direct_path = isinstance(reads, DirectDynamoReads)
+        path = "the direct path (`DirectDynamoReads`, as the recall function)" if direct_path else "botocore"
+        report.line(f"Recall reads through {path}.")
+        report.line()
+        harness = Harness(emulator, client, meter, ConnectionMeter(), GcMeter(), reads)
         tables = emulator.tables
         store = DynamoMemoryStore(client, tables["MemoriesTable"], tables["TermIndexTable"])
         results: dict[str, Any] = {"machine": machine(), "sizes": list(sizes.projects)}
@@ -1586,6 +1615,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sizes", help="project sizes, comma-separated (default 1000,10000,100000)")
     parser.add_argument("--json", type=Path, help="also write the results (and every recall's figures) here")
     parser.add_argument("--profile", action="store_true", help="cProfile the recall CPU at 10k, top 15")
+    parser.add_argument(
+        "--reads",
+        choices=("direct", "botocore"),
+        default="direct",
+        help="recall's reads: the recall function's direct path (default) or the botocore client",
+    )
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     if args.sizes:
@@ -1595,7 +1630,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report.line(f"# Kaibo recall cost benchmark ({'quick' if args.quick else 'full'} run)")
     report.line()
     report.line(f"On {machine()}.")
-    results = run(sizes, args.profile, report)
+    results = run(sizes, args.profile, report, direct=args.reads == "direct")
     elapsed = time.perf_counter() - started
     report.line()
     report.line(f"Done in {elapsed:.0f} s.")

@@ -54,7 +54,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -971,6 +971,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="structure every remember's job (RuleStructurer) before recalling: recall sees structured "
         "memories instead of provisional ones",
     )
+    parser.add_argument(
+        "--postings-per-term",
+        type=int,
+        default=None,
+        metavar="N",
+        help="override RecallParams.postings_per_term (experiments; the frozen value is the default)",
+    )
     args = parser.parse_args(argv)
     structured: bool = args.structured
     data_path: Path = args.data
@@ -991,7 +998,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
         os.environ.pop(name, None)
     smallest_params = RecallParams()
-    fill_params = RecallParams(strategy="fill")
+    if args.postings_per_term is not None:
+        smallest_params = replace(smallest_params, postings_per_term=args.postings_per_term)
+    fill_params = replace(smallest_params, strategy="fill")
     cache_reads = not args.no_read_cache
     with faster_moto() as patched, start_emulator() as emulator:
         os.environ["AWS_ENDPOINT_URL"] = emulator.endpoint_url

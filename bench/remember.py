@@ -1370,7 +1370,7 @@ def machine() -> str:
     return f"{os.cpu_count()} cores ({cpu}), {system}, {versions}"
 
 
-def run(sizes: Sizes, report: Report) -> None:
+def run(sizes: Sizes, report: Report, cold_start_only: bool = False) -> None:
     stack = start_stack(port=0)
     front: HttpFront | None = None
     try:
@@ -1382,10 +1382,11 @@ def run(sizes: Sizes, report: Report) -> None:
         front = HttpFront(LocalGateway(load_template(), loader=load_handler), port=0).start()
         bench = Bench(stack, front, DynamoMeter(dynamodb_client(), tables), Keys(), report, sizes, tables)
         remember(bench.inprocess_client(), bench.keys, "bench-warmup")  # loads the in-process handlers
-        warm_containers(bench)
-        bench_requests(bench)
-        bench_throughput(bench)
-        bench_latency(bench)
+        if not cold_start_only:
+            warm_containers(bench)
+            bench_requests(bench)
+            bench_throughput(bench)
+            bench_latency(bench)
         bench_cold_start(bench)
     finally:
         if front is not None:
@@ -1396,13 +1397,14 @@ def run(sizes: Sizes, report: Report) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="small sizes (1k stage only); < 1 minute")
+    parser.add_argument("--cold-start-only", action="store_true", help="section 4 (cold start) alone")
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     started = time.perf_counter()
     with real_stdout_only() as out:
         report = Report(out)
         report.line(f"Kaibo remember benchmark ({'quick' if args.quick else 'full'} run) on {machine()}")
-        run(sizes, report)
+        run(sizes, report, cold_start_only=args.cold_start_only)
         report.line()
         report.line(f"Done in {time.perf_counter() - started:.0f} s.")
     return 0

@@ -17,7 +17,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from kaibo_core.adapters.aws import dynamodb_client
+from kaibo_core.adapters.aws import dynamodb_client, dynamodb_reads
 from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
 from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore
 from kaibo_core.http import ERROR_RESPONSES, create_resolver, principal, resolve
@@ -34,9 +34,10 @@ app = create_resolver()
 def service() -> RecallService:
     settings = get_settings()
     client = dynamodb_client()
+    reads = dynamodb_reads(settings.direct_reads)
     return RecallService(
-        DynamoTermIndex(client, settings.index_table),
-        DynamoMemoryStore(client, settings.memories_table, settings.index_table),
+        DynamoTermIndex(reads, settings.index_table),
+        DynamoMemoryStore(client, settings.memories_table, settings.index_table, reads=reads),
     )
 
 

@@ -169,13 +169,14 @@ def encode_posting(posting: Posting) -> str:
 
 def decode_posting(memory_id: str, encoded: str) -> Posting:
     tf, dl, valid_from, valid_to, status, memory_type, stream = encoded.split(POSTING_SEPARATOR, 6)
+    # Positional, in field order: recall's hot loop (hundreds per question).
     return Posting(
-        memory_id=memory_id,
-        tf=int(tf),
-        dl=int(dl),
-        valid_from_ms=int(valid_from),
-        valid_to_ms=int(valid_to) if valid_to else None,
-        stream=stream,
-        type=memory_type,
-        status=status,
+        memory_id,
+        int(tf),
+        int(dl),
+        int(valid_from),
+        int(valid_to) if valid_to else None,
+        stream,
+        memory_type,
+        status,
     )

@@ -11,6 +11,8 @@ from functools import lru_cache
 
 from pydantic import BaseModel, Field
 
+_OFF = frozenset({"0", "false", "no", "off"})
+
 
 class Settings(BaseModel):
     events_table: str = Field(min_length=1)
@@ -28,6 +30,8 @@ class Settings(BaseModel):
     wait_seconds: float = Field(default=10.0, gt=0, le=25)
     #: The sweeper re-queues jobs still unfinished this long after remember.
     sweep_after_seconds: int = Field(default=120, ge=1)
+    #: recall reads over its own kept-alive connection (``adapters/dynamodb_direct.py``); 0 = botocore.
+    direct_reads: bool = True
 
     @classmethod
     def from_environ(cls, environ: dict[str, str] | None = None) -> Settings:
@@ -45,6 +49,7 @@ class Settings(BaseModel):
             bedrock_model_id=env.get("KAIBO_BEDROCK_MODEL_ID", ""),
             wait_seconds=float(env.get("KAIBO_WAIT_SECONDS", "10") or 10),
             sweep_after_seconds=int(env.get("KAIBO_SWEEP_AFTER_SECONDS", "120") or 120),
+            direct_reads=env.get("KAIBO_DIRECT_READS", "1").strip().lower() not in _OFF,
         )
 
 

@@ -17,6 +17,7 @@ import botocore.session
 from botocore.config import Config
 from botocore.context import get_context
 
+from kaibo_core.adapters.dynamodb_direct import DirectDynamoReads, Observer
 from kaibo_core.adapters.dynamodb_wire import install_plain_item_reads
 
 if TYPE_CHECKING:
@@ -42,6 +43,22 @@ def dynamodb_client() -> DynamoDBClient:
     install_plain_item_reads(client)
     remember_user_agents(client)
     return client
+
+
+def dynamodb_reads(
+    direct: bool = True, observer: Observer | None = None
+) -> DynamoDBClient | DirectDynamoReads:
+    """What recall's Query and BatchGetItem go through: the direct path in front of the client
+    (``dynamodb_direct``), or the client itself when ``direct`` is off or cannot be used. Built
+    once per container with the service that uses it."""
+    client = dynamodb_client()
+    if not direct:
+        return client
+    session = _session()
+    reads = DirectDynamoReads(
+        client, session.get_credentials(), observer, ca_bundle=session.get_config_variable("ca_bundle")
+    )
+    return reads if reads.enabled else client
 
 
 def remember_user_agents(client: object) -> None:

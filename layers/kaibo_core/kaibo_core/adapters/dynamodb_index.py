@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from kaibo_core import storage_keys
 from kaibo_core.adapters.aws import io_pool
@@ -27,6 +27,8 @@ from kaibo_core.storage_keys import ProjectId
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+    from kaibo_core.adapters.dynamodb_direct import DirectDynamoReads
+
 
 @dataclass(frozen=True, slots=True)
 class TermRead:
@@ -34,10 +36,6 @@ class TermRead:
     postings: list[Posting]
     doc_freq: int
     truncated: bool  # more postings exist beyond the bounded read
-
-
-def posting_from_item(item: dict[str, Any]) -> Posting:
-    return decode_posting(item["sk"]["S"].split("#", 1)[1], item["p"]["S"])
 
 
 #: Corpus statistics (N, average length) are reused this long within a container: they
@@ -48,7 +46,10 @@ CORPUS_STATS_TTL_SECONDS: Final = 60.0
 
 class DynamoTermIndex:
     def __init__(
-        self, client: DynamoDBClient, index_table: str, clock: Callable[[], float] = time.monotonic
+        self,
+        client: DynamoDBClient | DirectDynamoReads,
+        index_table: str,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._client = client
         self._table = index_table
@@ -93,11 +94,13 @@ class DynamoTermIndex:
         )
         postings: list[Posting] = []
         doc_freq = 0
+        df_prefix = storage_keys.DF_SORT_PREFIX
         for item in response.get("Items", []):
-            if item["sk"]["S"].startswith(storage_keys.DF_SORT_PREFIX):
+            sort_key = item["sk"]["S"]
+            if sort_key.startswith(df_prefix):
                 doc_freq += int(item["df"]["N"])
-            else:
-                postings.append(posting_from_item(item))
+            else:  # sk = <impact key>#<memory id>
+                postings.append(decode_posting(sort_key.split("#", 1)[1], item["p"]["S"]))
         return postings[:limit], doc_freq, len(postings) > limit or "LastEvaluatedKey" in response
 
     def _corpus(self, project: ProjectId) -> CorpusStats:

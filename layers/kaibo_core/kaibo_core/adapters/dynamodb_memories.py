@@ -51,6 +51,8 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
+    from kaibo_core.adapters.dynamodb_direct import DirectDynamoReads
+
 #: Transactions that lose to a concurrent one on a shared counter retry this often.
 MAX_TRANSACTION_ATTEMPTS: Final = 8
 #: BatchGetItem rounds for keys DynamoDB left unprocessed (throttling) before giving up.
@@ -147,8 +149,11 @@ class DynamoMemoryStore:
         memories_table: str,
         index_table: str,
         sleep: Callable[[float], None] = time.sleep,
+        reads: DynamoDBClient | DirectDynamoReads | None = None,
     ) -> None:
         self._client = client
+        #: What batch reads go through (recall's: ``adapters.aws.dynamodb_reads``).
+        self._reads = client if reads is None else reads
         self._memories = memories_table
         self._index = index_table
         self._sleep = sleep
@@ -305,7 +310,7 @@ class DynamoMemoryStore:
                 request["ProjectionExpression"] = projection
             pending: dict[str, Any] = {self._memories: request}
             for attempt in range(MAX_BATCH_GET_ROUNDS):
-                response = self._client.batch_get_item(RequestItems=pending)
+                response = self._reads.batch_get_item(RequestItems=pending)
                 items.extend(
                     cast("list[dict[str, Any]]", response.get("Responses", {}).get(self._memories, []))
                 )

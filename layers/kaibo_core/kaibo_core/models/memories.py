@@ -10,7 +10,7 @@ Statuses (API.md, one vocabulary everywhere)::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 MemoryStatus = Literal[
     "provisional", "replaced", "active", "superseded", "canceled", "tombstoned", "purged", "staged"
@@ -111,10 +111,13 @@ class MemoryRecord:
         return served
 
 
-@dataclass(frozen=True, slots=True)
-class Posting:
+class Posting(NamedTuple):
     """One (term, memory) entry of the inverted index: what ranking and the filters need,
-    so that recall never fetches a memory that will not be a candidate."""
+    so that recall never fetches a memory that will not be a candidate.
+
+    A named tuple rather than a frozen dataclass: recall builds hundreds per question, and a
+    tuple is built ~2.5x faster (a frozen dataclass sets each field through ``object.__setattr__``).
+    """
 
     memory_id: str
     tf: int  # occurrences of the term in the memory's text
