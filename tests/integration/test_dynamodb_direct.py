@@ -87,6 +87,39 @@ def test_query_and_batch_get_equal_botocore_and_skip_it(
     assert len(direct_batch["Responses"][aws_stack.tables["MemoriesTable"]]) == len(ids)
 
 
+def test_queries_sent_together_answer_in_order_and_one_error_does_not_lose_the_others(
+    aws_stack: AwsStack, indexed: tuple[storage_keys.ProjectId, list[str]]
+) -> None:
+    project, _ = indexed
+    seen = Seen()
+    reads = DirectDynamoReads(aws_stack.dynamodb, CREDENTIALS, seen)
+    table = aws_stack.tables["TermIndexTable"]
+    queries = [
+        {
+            "TableName": table,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": s(storage_keys.postings_pk(project, "c", term))},
+            "ConsistentRead": True,
+        }
+        for term in ("deploy", "window", "friday", "absent")
+    ]
+
+    answers = reads.query_all(queries)
+
+    assert answers == [without_metadata(aws_stack.dynamodb.query(**q)) for q in queries]
+    postings = [
+        [i for i in a["Items"] if not i["sk"]["S"].startswith(storage_keys.DF_SORT_PREFIX)] for a in answers
+    ]
+    assert [len(p) for p in postings] == [7, 7, 7, 0]
+    assert answers[3]["Items"] == []
+    assert len(seen.calls) == 4
+    broken = [*queries[:2], {**queries[2], "TableName": "no-such-table"}, queries[3]]
+    with pytest.raises(ClientError, match="ResourceNotFoundException"):
+        reads.query_all(broken)
+    assert reads.query_all(queries) == answers  # every connection was left clean
+    assert reads.enabled
+
+
 def test_errors_are_botocores_own(aws_stack: AwsStack) -> None:
     seen = Seen()
     reads = DirectDynamoReads(aws_stack.dynamodb, CREDENTIALS, seen)

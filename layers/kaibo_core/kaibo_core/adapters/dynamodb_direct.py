@@ -27,7 +27,8 @@ import json
 import ssl
 import threading
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 from urllib.request import getproxies, proxy_bypass
@@ -55,10 +56,6 @@ MAX_CONSECUTIVE_FAILURES: Final = 3
 #: Called after each direct exchange: operation, request body, response body (benchmarks count
 #: requests and bytes with it; the requests left to botocore show in botocore's own events).
 Observer = Callable[[str, bytes, bytes], None]
-
-
-class _DeclinedError(Exception):
-    """This request goes to botocore instead."""
 
 
 class DirectDynamoReads:
@@ -93,24 +90,33 @@ class DirectDynamoReads:
         return bool(getproxies().get("https" if self._https else "http")) and not proxy_bypass(self._host)
 
     def query(self, **params: Any) -> dict[str, Any]:
-        try:
-            return self._send("Query", params)
-        except _DeclinedError:
-            return dict(self._client.query(**params))
+        return self.query_all([params])[0]
+
+    def query_all(self, requests: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Several Queries at once, from this thread: each is sent on a connection of its own
+        before any answer is read, so DynamoDB works on them in parallel without a thread
+        each (a thread per Query costs ~0.2 ms of CPU in switching). Answers in order."""
+        sent = [self._start("Query", params) for params in requests]
+        # Every answer is read before botocore makes any request again (which may raise).
+        received = [self._receive("Query", flight) if flight is not None else None for flight in sent]
+        return [
+            document if document is not None else dict(self._client.query(**params))
+            for params, document in zip(requests, received, strict=True)
+        ]
 
     def batch_get_item(self, **params: Any) -> dict[str, Any]:
-        try:
-            return self._send("BatchGetItem", params)
-        except _DeclinedError:
-            return dict(self._client.batch_get_item(**params))
+        flight = self._start("BatchGetItem", params)
+        document = self._receive("BatchGetItem", flight) if flight is not None else None
+        return document if document is not None else dict(self._client.batch_get_item(**params))
 
-    def _send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+    def _start(self, operation: str, params: dict[str, Any]) -> _InFlight | None:
+        """Sign and send; None when this request is botocore's to make."""
         if not self.enabled or self._credentials is None:
-            raise _DeclinedError
+            return None
         try:
             body = json.dumps(params, separators=(",", ":")).encode("utf-8")
-        except (TypeError, ValueError) as exc:  # bytes or other non-JSON values: botocore's serializer
-            raise _DeclinedError from exc
+        except (TypeError, ValueError):  # bytes or other non-JSON values: botocore's serializer
+            return None
         request = AWSRequest(
             method="POST",
             url=self._url,
@@ -120,51 +126,74 @@ class DirectDynamoReads:
         SigV4Auth(self._credentials.get_frozen_credentials(), "dynamodb", self._signer_region).add_auth(
             request
         )
-        status, checksum, answer = self._exchange(body, dict(request.headers.items()))
-        if status != 200 or (checksum is not None and checksum != str(zlib.crc32(answer))):
-            raise _DeclinedError
-        if may_hold_binary(answer):
-            raise _DeclinedError
-        try:
-            document = json.loads(answer)
-        except ValueError as exc:
-            raise _DeclinedError from exc
-        if not isinstance(document, dict):
-            raise _DeclinedError
-        if self._observer is not None:
-            self._observer(operation, body, answer)
-        return document
-
-    def _exchange(self, body: bytes, headers: dict[str, str]) -> tuple[int, str | None, bytes]:
         connection = self._connection()
+        fresh = connection.sock is None
         try:
-            connection.request("POST", "/", body, headers)
+            connection.request("POST", "/", body, dict(request.headers.items()))
+        except (OSError, http.client.HTTPException):
+            self._failed(connection, fresh)
+            return None
+        return _InFlight(body, connection, fresh)
+
+    def _receive(self, operation: str, flight: _InFlight) -> dict[str, Any] | None:
+        """The answer, if it is a plain success; None: botocore makes the request again."""
+        connection = flight.connection
+        try:
             response = connection.getresponse()
             answer = response.read()
-        except (OSError, http.client.HTTPException) as exc:
+        except (OSError, http.client.HTTPException):
             # A kept-alive connection the server closed, a timeout: botocore retries it afresh.
-            connection.close()
-            self._local.connection = None
-            self._failures += 1
-            if self._failures >= MAX_CONSECUTIVE_FAILURES:
-                self.enabled = False
-            raise _DeclinedError from exc
+            self._failed(connection, flight.fresh)
+            return None
         self._failures = 0
         if response.will_close:
             connection.close()
-            self._local.connection = None
-        return response.status, response.getheader("x-amz-crc32"), answer
+        else:
+            self._idle().append(connection)
+        checksum = response.getheader("x-amz-crc32")
+        if response.status != 200 or (checksum is not None and checksum != str(zlib.crc32(answer))):
+            return None
+        if may_hold_binary(answer):
+            return None
+        try:
+            document = json.loads(answer)
+        except ValueError:
+            return None
+        if not isinstance(document, dict):
+            return None
+        if self._observer is not None:
+            self._observer(operation, flight.body, answer)
+        return document
+
+    def _failed(self, connection: http.client.HTTPConnection, fresh: bool) -> None:
+        connection.close()
+        if fresh:  # a kept-alive connection going stale after a pause is expected, not a failure
+            self._failures += 1
+            if self._failures >= MAX_CONSECUTIVE_FAILURES:
+                self.enabled = False
+
+    def _idle(self) -> list[http.client.HTTPConnection]:
+        idle: list[http.client.HTTPConnection] | None = getattr(self._local, "idle", None)
+        if idle is None:
+            idle = self._local.idle = []
+        return idle
 
     def _connection(self) -> http.client.HTTPConnection:
-        connection: http.client.HTTPConnection | None = getattr(self._local, "connection", None)
-        if connection is None:
-            if self._https:
-                if self._tls is None:
-                    self._tls = ssl.create_default_context(cafile=self._ca_bundle)
-                connection = http.client.HTTPSConnection(
-                    self._host, self._port, timeout=TIMEOUT_SECONDS, context=self._tls
-                )
-            else:
-                connection = http.client.HTTPConnection(self._host, self._port, timeout=TIMEOUT_SECONDS)
-            self._local.connection = connection
-        return connection
+        """A kept-alive connection of this thread not in use, or a new one."""
+        idle = self._idle()
+        if idle:
+            return idle.pop()
+        if not self._https:
+            return http.client.HTTPConnection(self._host, self._port, timeout=TIMEOUT_SECONDS)
+        if self._tls is None:
+            self._tls = ssl.create_default_context(cafile=self._ca_bundle)
+        return http.client.HTTPSConnection(self._host, self._port, timeout=TIMEOUT_SECONDS, context=self._tls)
+
+
+@dataclass(frozen=True, slots=True)
+class _InFlight:
+    """A request sent, its answer not read yet."""
+
+    body: bytes
+    connection: http.client.HTTPConnection
+    fresh: bool  # the connection was opened for this request
