@@ -21,7 +21,7 @@ from botocore.exceptions import ClientError
 
 from kaibo_core import storage_keys
 from kaibo_core.adapters.aws import dynamodb_client, dynamodb_reads
-from kaibo_core.adapters.dynamodb_direct import MAX_CONSECUTIVE_FAILURES, DirectDynamoReads
+from kaibo_core.adapters.dynamodb_direct import MAX_CONSECUTIVE_FAILURES, MAX_IN_FLIGHT, DirectDynamoReads
 from kaibo_core.adapters.dynamodb_values import key, s
 from kaibo_core.settings import Settings
 from tests.conftest import AwsStack
@@ -118,6 +118,29 @@ def test_queries_sent_together_answer_in_order_and_one_error_does_not_lose_the_o
         reads.query_all(broken)
     assert reads.query_all(queries) == answers  # every connection was left clean
     assert reads.enabled
+
+
+def test_more_queries_than_may_be_in_flight_are_sent_in_waves(
+    aws_stack: AwsStack, indexed: tuple[storage_keys.ProjectId, list[str]]
+) -> None:
+    project, _ = indexed
+    seen = Seen()
+    reads = DirectDynamoReads(aws_stack.dynamodb, CREDENTIALS, seen)
+    terms = ["deploy", "window", "friday", *(f"absent{n}" for n in range(MAX_IN_FLIGHT + 3))]
+    queries = [
+        {
+            "TableName": aws_stack.tables["TermIndexTable"],
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": s(storage_keys.postings_pk(project, "c", term))},
+        }
+        for term in terms
+    ]
+
+    answers = reads.query_all(queries)
+
+    assert answers == [without_metadata(aws_stack.dynamodb.query(**q)) for q in queries]
+    assert len(seen.calls) == len(terms)
+    assert len(reads._idle()) <= MAX_IN_FLIGHT
 
 
 def test_errors_are_botocores_own(aws_stack: AwsStack) -> None:

@@ -49,6 +49,9 @@ CONTENT_TYPE: Final = "application/x-amz-json-1.0"
 #: Seconds to wait for a connection and for each read of the answer (botocore's config here).
 TIMEOUT_SECONDS: Final = 5.0
 
+#: Requests one thread has sent and not read yet (as many as botocore's connection pool here).
+MAX_IN_FLIGHT: Final = 16
+
 #: After this many transport failures in a row (no connection, TLS refused, timeouts), the
 #: container stops trying the direct path: every read would otherwise pay for a failed attempt.
 MAX_CONSECUTIVE_FAILURES: Final = 3
@@ -95,10 +98,13 @@ class DirectDynamoReads:
     def query_all(self, requests: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         """Several Queries at once, from this thread: each is sent on a connection of its own
         before any answer is read, so DynamoDB works on them in parallel without a thread
-        each (a thread per Query costs ~0.2 ms of CPU in switching). Answers in order."""
-        sent = [self._start("Query", params) for params in requests]
-        # Every answer is read before botocore makes any request again (which may raise).
-        received = [self._receive("Query", flight) if flight is not None else None for flight in sent]
+        each (a thread per Query costs ~0.2 ms of CPU in switching). Answers in order; at most
+        ``MAX_IN_FLIGHT`` at a time, so a thread keeps at most that many connections."""
+        received: list[dict[str, Any] | None] = []
+        for start in range(0, len(requests), MAX_IN_FLIGHT):
+            sent = [self._start("Query", params) for params in requests[start : start + MAX_IN_FLIGHT]]
+            # Every answer is read before botocore makes any request again (which may raise).
+            received += [self._receive("Query", flight) if flight is not None else None for flight in sent]
         return [
             document if document is not None else dict(self._client.query(**params))
             for params, document in zip(requests, received, strict=True)
