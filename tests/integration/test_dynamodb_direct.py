@@ -87,22 +87,26 @@ def test_query_and_batch_get_equal_botocore_and_skip_it(
     assert len(direct_batch["Responses"][aws_stack.tables["MemoriesTable"]]) == len(ids)
 
 
-def test_queries_sent_together_answer_in_order_and_one_error_does_not_lose_the_others(
-    aws_stack: AwsStack, indexed: tuple[storage_keys.ProjectId, list[str]]
-) -> None:
-    project, _ = indexed
-    seen = Seen()
-    reads = DirectDynamoReads(aws_stack.dynamodb, CREDENTIALS, seen)
-    table = aws_stack.tables["TermIndexTable"]
-    queries = [
+def _postings_queries(
+    aws_stack: AwsStack, project: storage_keys.ProjectId, terms: list[str]
+) -> list[dict[str, Any]]:
+    return [
         {
-            "TableName": table,
+            "TableName": aws_stack.tables["TermIndexTable"],
             "KeyConditionExpression": "pk = :pk",
             "ExpressionAttributeValues": {":pk": s(storage_keys.postings_pk(project, "c", term))},
             "ConsistentRead": True,
         }
-        for term in ("deploy", "window", "friday", "absent")
+        for term in terms
     ]
+
+
+def test_queries_sent_together_answer_in_order_and_one_error_does_not_lose_the_others(
+    aws_stack: AwsStack, indexed: tuple[storage_keys.ProjectId, list[str]]
+) -> None:
+    seen = Seen()
+    reads = DirectDynamoReads(aws_stack.dynamodb, CREDENTIALS, seen)
+    queries = _postings_queries(aws_stack, indexed[0], ["deploy", "window", "friday", "absent"])
 
     answers = reads.query_all(queries)
 
@@ -123,18 +127,10 @@ def test_queries_sent_together_answer_in_order_and_one_error_does_not_lose_the_o
 def test_more_queries_than_may_be_in_flight_are_sent_in_waves(
     aws_stack: AwsStack, indexed: tuple[storage_keys.ProjectId, list[str]]
 ) -> None:
-    project, _ = indexed
     seen = Seen()
     reads = DirectDynamoReads(aws_stack.dynamodb, CREDENTIALS, seen)
     terms = ["deploy", "window", "friday", *(f"absent{n}" for n in range(MAX_IN_FLIGHT + 3))]
-    queries = [
-        {
-            "TableName": aws_stack.tables["TermIndexTable"],
-            "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": {":pk": s(storage_keys.postings_pk(project, "c", term))},
-        }
-        for term in terms
-    ]
+    queries = _postings_queries(aws_stack, indexed[0], terms)
 
     answers = reads.query_all(queries)
 
