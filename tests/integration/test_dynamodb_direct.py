@@ -125,18 +125,34 @@ def test_queries_sent_together_answer_in_order_and_one_error_does_not_lose_the_o
 
 
 def test_more_queries_than_may_be_in_flight_are_sent_in_waves(
-    aws_stack: AwsStack, indexed: tuple[storage_keys.ProjectId, list[str]]
+    aws_stack: AwsStack, indexed: tuple[storage_keys.ProjectId, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen = Seen()
     reads = DirectDynamoReads(aws_stack.dynamodb, CREDENTIALS, seen)
     terms = ["deploy", "window", "friday", *(f"absent{n}" for n in range(MAX_IN_FLIGHT + 3))]
     queries = _postings_queries(aws_stack, indexed[0], terms)
 
+    in_flight = [0, 0]  # now, most
+    start, receive = reads._start, reads._receive
+
+    def counted_start(operation: str, params: dict[str, Any]) -> Any:
+        flight = start(operation, params)
+        in_flight[0] += 1
+        in_flight[1] = max(in_flight)
+        return flight
+
+    def counted_receive(operation: str, flight: Any) -> Any:
+        in_flight[0] -= 1
+        return receive(operation, flight)
+
+    monkeypatch.setattr(reads, "_start", counted_start)
+    monkeypatch.setattr(reads, "_receive", counted_receive)
+
     answers = reads.query_all(queries)
 
     assert answers == [without_metadata(aws_stack.dynamodb.query(**q)) for q in queries]
     assert len(seen.calls) == len(terms)
-    assert len(reads._idle()) <= MAX_IN_FLIGHT
+    assert in_flight == [0, MAX_IN_FLIGHT]
 
 
 def test_errors_are_botocores_own(aws_stack: AwsStack) -> None:

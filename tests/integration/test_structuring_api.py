@@ -28,6 +28,7 @@ from kaibo_core.storage_keys import ProjectId
 from kaibo_local.workers import sqs_event
 from tests.fixtures.scripted_structurer import ScriptedStructurer
 from tests.integration.api import FakeLambdaContext, Reply, call, handler_module, project_context
+from tests.integration.test_recall_api import get_memory
 from tests.integration.test_remember_api import message, new_project, remember
 
 DEADLINE_SECONDS = 20
@@ -405,15 +406,5 @@ def test_given_a_project_time_zone_then_the_structure_function_resolves_dates_in
     )  # the rules, as deployed
     job = get_job(project, reply.body["jobId"]).body
     assert job["status"] == "done"
-    contents = [
-        call(
-            "memories",
-            "GET",
-            f"/v1/memories/{m}",
-            resource="/v1/memories/{memory_id}",
-            path_parameters={"memory_id": m},
-            context=project_context(project),
-        ).body["content"]
-        for m in job["memoryIds"]
-    ]
+    contents = [get_memory(project, m).body["content"] for m in job["memoryIds"]]
     assert any("June 4, 2026" in c for c in contents), contents  # Tokyo: already June 3 at 23:30Z
