@@ -47,6 +47,17 @@ class AwsStack:
         }
 
 
+@pytest.fixture(autouse=True)
+def _collector_not_left_paused() -> Iterator[None]:
+    """Importing a handler module pauses the garbage collector until a handler's first invocation
+    (kaibo_core/cold_start.py). A test process is no Lambda container: a test that imports a
+    handler without invoking one must not leave the rest of the run without collection."""
+    yield
+    from kaibo_core import cold_start
+
+    cold_start.resume_collector()
+
+
 @pytest.fixture(scope="session")
 def aws_stack() -> Iterator[AwsStack]:
     """The emulator (DynamoDB serialized) with the template's tables, shared by the session."""

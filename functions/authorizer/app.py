@@ -1,11 +1,13 @@
 """The REST API's token authorizer: API key → project (or admin) → IAM policy.
 
-# No `from __future__ import annotations`: Powertools reads the route signatures'
-# annotations at run time to validate requests and build the OpenAPI document.
-
 Raising ``Exception("Unauthorized")`` is API Gateway's contract for a 401
 (answered with the UNAUTHORIZED gateway response, in our error shape).
 """
+
+# First of all: no garbage collection until the first invocation has returned (cold_start.py).
+from kaibo_core import cold_start  # isort: skip
+
+cold_start.pause_collector()
 
 from functools import lru_cache
 from typing import Any
@@ -27,6 +29,7 @@ def service() -> AuthorizationService:
     )
 
 
+@cold_start.resume_collector_after_first_invocation
 @logger.inject_lambda_context(log_event=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:  # noqa: ARG001
     found = service().authenticate(event.get("authorizationToken"))

@@ -3,6 +3,11 @@
 # No `from __future__ import annotations`: Powertools reads the route signatures'
 # annotations at run time to validate requests and build the OpenAPI document.
 
+# First of all: no garbage collection until the first invocation has returned (cold_start.py).
+from kaibo_core import cold_start  # isort: skip
+
+cold_start.pause_collector()
+
 from functools import lru_cache
 from typing import Annotated, Any
 
@@ -48,6 +53,7 @@ def list_events(
     return service().events_page(project, stream, fromSeq, limit)
 
 
+@cold_start.resume_collector_after_first_invocation
 @logger.inject_lambda_context(log_event=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return resolve(app, event, context)

@@ -9,7 +9,11 @@ the Python runtime deliver the whole stream at once when the function returns.
 # No `from __future__ import annotations`: Powertools reads the route signatures'
 # annotations at run time to validate requests and build the OpenAPI document.
 
-import gc
+# First of all: no garbage collection until the first invocation has returned (cold_start.py).
+from kaibo_core import cold_start  # isort: skip
+
+cold_start.pause_collector()
+
 from functools import lru_cache
 from typing import Annotated, Any
 
@@ -93,11 +97,7 @@ def recall(request: Annotated[RecallRequest, Body()]) -> RecallResponse | str:
     )
 
 
+@cold_start.resume_collector_after_first_invocation
 @logger.inject_lambda_context(log_event=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return resolve(app, event, context)
-
-
-# What the import built lives as long as the container: moved out of the collector's
-# generations, it is not rescanned by every full collection (which made the slowest recalls).
-gc.freeze()

@@ -3,6 +3,11 @@
 # No `from __future__ import annotations`: Powertools reads the route signatures'
 # annotations at run time to validate requests and build the OpenAPI document.
 
+# First of all: no garbage collection until the first invocation has returned (cold_start.py).
+from kaibo_core import cold_start  # isort: skip
+
+cold_start.pause_collector()
+
 from functools import lru_cache
 from typing import Annotated, Any
 
@@ -136,6 +141,7 @@ def remember(request: Annotated[RememberRequest, Body()]) -> RememberResponse:
     return _waited(project, outcome, body) if request.wait else body  # type: ignore[return-value]
 
 
+@cold_start.resume_collector_after_first_invocation
 @logger.inject_lambda_context(log_event=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

@@ -8,6 +8,11 @@ not a job message is a poison message: it fails every time and so reaches the DL
 
 from __future__ import annotations
 
+# First of all: no garbage collection until the first invocation has returned (cold_start.py).
+from kaibo_core import cold_start  # isort: skip
+
+cold_start.pause_collector()
+
 from functools import lru_cache
 from typing import Any
 
@@ -59,6 +64,7 @@ def structure_record(record: SQSRecord) -> None:
     logger.info("structured", extra={"jobId": job_id, **stats.counts()})
 
 
+@cold_start.resume_collector_after_first_invocation
 @logger.inject_lambda_context(log_event=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

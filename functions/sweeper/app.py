@@ -4,6 +4,11 @@ so a job queued twice is structured once."""
 
 from __future__ import annotations
 
+# First of all: no garbage collection until the first invocation has returned (cold_start.py).
+from kaibo_core import cold_start  # isort: skip
+
+cold_start.pause_collector()
+
 from datetime import timedelta
 from functools import lru_cache
 from typing import Any, Final
@@ -38,6 +43,7 @@ def sweep() -> tuple[int, int]:
     return len(pending), queue.send_many(pending) if pending else 0
 
 
+@cold_start.resume_collector_after_first_invocation
 @logger.inject_lambda_context(log_event=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:  # noqa: ARG001

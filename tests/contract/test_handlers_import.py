@@ -1,5 +1,8 @@
 """Every function named in template.yaml imports the way Lambda imports it, and exposes its handler.
 
+Each also runs its cold start without the garbage collector (``kaibo_core/cold_start.py``): paused
+before the heavy imports, on again once the first invocation has ended, however it ended.
+
 Lambda puts the function's code directory and the layer (``/opt/python``) on ``sys.path`` and
 imports ``Handler``'s module by its bare name (``app``), in a fresh interpreter. Each import
 below runs in such a fresh subprocess: no ``functions.`` package, fake credentials, no
@@ -36,12 +39,37 @@ socket.create_connection = _refuse
 
 code_dir, layer_dir, module_name, handler_name = sys.argv[1:5]
 sys.path[:0] = [code_dir, layer_dir]
+
+import gc
+from kaibo_core import cold_start
+
+HEAVY = ("botocore", "pydantic", "aws_lambda_powertools")
+loaded_before_pause = []
+pause = cold_start.pause_collector
+
+def spy():
+    loaded_before_pause.extend(name for name in HEAVY if name in sys.modules)
+    pause()
+
+cold_start.pause_collector = spy
+collecting_at_start = gc.isenabled()
 module = importlib.import_module(module_name)
+collecting_after_import = gc.isenabled()
 handler = getattr(module, handler_name, None)
+frozen_before = gc.get_freeze_count()
+try:
+    handler({}, None)  # an event no handler accepts: the first invocation fails, somewhere
+except BaseException:
+    pass
 print(json.dumps({
     "file": getattr(module, "__file__", None),
     "callable": callable(handler),
     "functions_package_loaded": any(name.split(".")[0] == "functions" for name in sys.modules),
+    "collecting_at_start": collecting_at_start,
+    "loaded_before_pause": loaded_before_pause,
+    "collecting_after_import": collecting_after_import,
+    "collecting_after_first_invocation": gc.isenabled(),
+    "frozen_by_first_invocation": gc.get_freeze_count() - frozen_before,
 }))
 """
 
@@ -58,7 +86,17 @@ FAKE_LAMBDA_ENV = {
 }
 
 
+_REPORTS: dict[str, dict[str, Any]] = {}
+
+
 def import_in_fresh_interpreter(spec: FunctionSpec) -> dict[str, Any]:
+    """The probe's report for ``spec`` (one subprocess per function, shared by the tests)."""
+    if spec.logical_id not in _REPORTS:
+        _REPORTS[spec.logical_id] = _probe(spec)
+    return _REPORTS[spec.logical_id]
+
+
+def _probe(spec: FunctionSpec) -> dict[str, Any]:
     result = subprocess.run(
         [
             sys.executable,
@@ -97,6 +135,17 @@ def test_given_a_function_when_imported_like_lambda_then_its_handler_is_callable
     assert not report["functions_package_loaded"], (
         "the handler reaches into the repository's functions package"
     )
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[spec.logical_id for spec in SPECS])
+def test_given_a_function_then_its_cold_start_runs_without_the_garbage_collector(spec: FunctionSpec) -> None:
+    report = import_in_fresh_interpreter(spec)
+
+    assert report["collecting_at_start"]
+    assert report["loaded_before_pause"] == [], "the collector is paused after heavy imports"
+    assert not report["collecting_after_import"], "the import ran with the collector on"
+    assert report["collecting_after_first_invocation"], "the first invocation left the collector off"
+    assert report["frozen_by_first_invocation"] > 0, "what the cold start built was not frozen"
 
 
 def test_given_the_functions_directory_then_every_handler_module_is_deployed() -> None:

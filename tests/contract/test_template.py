@@ -412,6 +412,8 @@ def test_given_every_function_then_it_finds_its_tables_and_powertools_settings(
         assert env["POWERTOOLS_METRICS_NAMESPACE"] == "Kaibo"
         assert env["POWERTOOLS_LOG_LEVEL"] == env["LOG_LEVEL"] == {"Ref": "LogLevel"}
         assert "POWERTOOLS_DEV" not in env, "POWERTOOLS_DEV prints whole events"
+        # pydantic would scan every installed package for plugins at the first validator it builds
+        assert env["PYDANTIC_DISABLE_PLUGINS"] == "__all__", spec.logical_id
 
 
 def test_given_every_function_then_it_runs_python311_on_x86_64_with_the_layer(

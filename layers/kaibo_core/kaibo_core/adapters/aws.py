@@ -17,12 +17,14 @@ import botocore.session
 from botocore.config import Config
 from botocore.context import get_context
 
-from kaibo_core.adapters.dynamodb_direct import DirectDynamoReads, Observer
+from kaibo_core.adapters.botocore_loader import install_service_loader
 from kaibo_core.adapters.dynamodb_wire import install_plain_item_reads
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs import SQSClient
+
+    from kaibo_core.adapters.dynamodb_direct import DirectDynamoReads, Observer
 
 _CONFIG = Config(
     retries={"mode": "standard", "max_attempts": 3},
@@ -33,13 +35,16 @@ _CONFIG = Config(
 
 
 @lru_cache(maxsize=1)
-def _session() -> botocore.session.Session:
-    return botocore.session.get_session()
+def botocore_session() -> botocore.session.Session:
+    """The one botocore session of the container, with the lean data loader (botocore_loader)."""
+    session = botocore.session.get_session()
+    install_service_loader(session)
+    return session
 
 
 @lru_cache(maxsize=1)
 def dynamodb_client() -> DynamoDBClient:
-    client = cast("DynamoDBClient", _session().create_client("dynamodb", config=_CONFIG))
+    client = cast("DynamoDBClient", botocore_session().create_client("dynamodb", config=_CONFIG))
     install_plain_item_reads(client)
     remember_user_agents(client)
     return client
@@ -54,7 +59,9 @@ def dynamodb_reads(
     client = dynamodb_client()
     if not direct:
         return client
-    session = _session()
+    from kaibo_core.adapters.dynamodb_direct import DirectDynamoReads  # noqa: PLC0415 - recall's only
+
+    session = botocore_session()
     reads = DirectDynamoReads(
         client, session.get_credentials(), observer, ca_bundle=session.get_config_variable("ca_bundle")
     )
@@ -89,7 +96,7 @@ def remember_user_agents(client: object) -> None:
 
 @lru_cache(maxsize=1)
 def sqs_client() -> SQSClient:
-    return cast("SQSClient", _session().create_client("sqs", config=_CONFIG))
+    return cast("SQSClient", botocore_session().create_client("sqs", config=_CONFIG))
 
 
 #: Threads for parallel DynamoDB calls of one invocation (postings reads, memory indexing);

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final, cast
 
-import botocore.session
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 from pydantic import ValidationError
 
+from kaibo_core.adapters.aws import botocore_session
 from kaibo_core.observability import logger
 from kaibo_core.structuring.drafts import (
     MAX_CANDIDATES,
@@ -218,5 +218,5 @@ _BEDROCK_CONFIG = Config(
 @lru_cache(maxsize=1)
 def bedrock_runtime_client() -> BedrockRuntimeClient:
     """A bedrock-runtime client, created once per container (region from the environment)."""
-    session = botocore.session.get_session()
-    return cast("BedrockRuntimeClient", session.create_client("bedrock-runtime", config=_BEDROCK_CONFIG))
+    client = botocore_session().create_client("bedrock-runtime", config=_BEDROCK_CONFIG)
+    return cast("BedrockRuntimeClient", client)

@@ -65,7 +65,7 @@ class DraftOutput(BaseModel):
     confidence: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
     subject: str | None = Field(default=None, max_length=MAX_SUBJECT_CHARS)
     valid_from: str | None = Field(default=None, alias="validFrom", max_length=64)
-    links: list[LinkOutput] = Field(default_factory=list, max_length=_MAX_OUTPUT_LINKS)
+    links: list[LinkOutput] = Field(default=[], max_length=_MAX_OUTPUT_LINKS)
 
 
 class ModelOutput(BaseModel):
