@@ -37,9 +37,11 @@ import math
 import os
 import platform
 import secrets
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -1224,10 +1226,11 @@ def wait_for_job(bench: Bench, job_id: str, timeout: float = 60.0) -> None:
         time.sleep(0.02)
 
 
-def cold_run(bench: Bench, script: str, stream: str, **extra: str) -> ColdRun:
+def cold_run(bench: Bench, script: str, stream: str, *flags: str, **extra: str) -> ColdRun:
+    """One child: ``script`` with interpreter ``flags``, in the stack's environment plus ``extra``."""
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-c", script],
+        [sys.executable, *flags, "-c", script],
         cwd=ROOT,
         env=child_environment(bench, stream, **extra),
         capture_output=True,
@@ -1239,7 +1242,7 @@ def cold_run(bench: Bench, script: str, stream: str, **extra: str) -> ColdRun:
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"cold-start child failed ({done.returncode}): {done.stderr[-2000:]}")
     result = json.loads(lines[-1][len(RESULT_PREFIX) :])
-    if script is HANDLER_SCRIPT and result["status"] != 202:
+    if script is not BOTO3_SCRIPT and result["status"] != 202:
         raise RuntimeError(f"the remember handler answered {result['status']}: {done.stdout[-1000:]}")
     for job in result["jobs"]:
         wait_for_job(bench, job)
@@ -1288,6 +1291,70 @@ def importtime_profile(bench: Bench) -> ImportProfile:
     by_package = sorted(((name, own, n) for name, (own, n) in packages.items()), key=lambda e: -e[1])
     return ImportProfile(
         sorted(direct, key=lambda e: -e[2]), by_package, sorted(modules, key=lambda e: -e[1]), total
+    )
+
+
+#: `make build`'s output: the remember function and the layer as they are deployed.
+BUILD_DIR: Final = ROOT / ".aws-sam" / "build"
+BUILT_HANDLER_SCRIPT: Final = HANDLER_SCRIPT.replace(
+    "from functions.remember.app import lambda_handler", "from app import lambda_handler"
+)
+
+
+def bench_built_cold_start(bench: Bench, stream: str) -> None:
+    """The remember function as `make build` leaves it, imported the way Lambda does: no site
+    packages (``-S``), its code directory and the layer on the path, nothing written (read-only
+    /opt); with the layer's bytecode, with it removed (what SAM's python builder shipped), and
+    the baseline with the layer's own boto3."""
+    report = bench.report
+    layer, function = BUILD_DIR / "KaiboCoreLayer" / "python", BUILD_DIR / "RememberFunction"
+    report.line()
+    if not (layer / "kaibo_core").is_dir() or not (function / "app.py").is_file():
+        report.line("As deployed: skipped (no .aws-sam/build; run `make build` first, which needs the")
+        report.line("package index).")
+        return
+    runs = max(3, bench.sizes.cold_runs // 2)
+    with tempfile.TemporaryDirectory() as scratch:
+        bare = Path(scratch)
+        no_bytecode = shutil.ignore_patterns("__pycache__")
+        shutil.copytree(layer, bare / "opt", ignore=no_bytecode)
+        shutil.copytree(function, bare / "task", ignore=no_bytecode)
+        local = ROOT / "local"  # the child builds its event with kaibo_local (stdlib only)
+        variants: dict[str, tuple[str, list[Path]]] = {
+            "remember, as built (bytecode in the layer)": (BUILT_HANDLER_SCRIPT, [function, layer, local]),
+            "remember, without bytecode": (BUILT_HANDLER_SCRIPT, [bare / "task", bare / "opt", local]),
+            "import boto3 + DynamoDB client (the layer's)": (BOTO3_SCRIPT, [layer]),
+        }
+        measured: dict[str, list[ColdRun]] = {name: [] for name in variants}
+        for _ in range(runs):
+            for name, (script, paths) in variants.items():
+                lambda_like = {"PYTHONPATH": os.pathsep.join(map(str, paths)), "PYTHONDONTWRITEBYTECODE": "1"}
+                measured[name].append(cold_run(bench, script, stream, "-S", **lambda_like))
+
+    def ms(name: str, field: Callable[[ColdRun], float]) -> float:
+        return statistics.median(field(run) for run in measured[name]) * 1000
+
+    report.line("As deployed: `make build` output imported as on Lambda (-S, nothing written), median")
+    report.line(f"of {runs} runs each, alternating:")
+    report.line()
+    report.table(
+        ["process", "import ms", "client ms", "first request ms", "in-child ms"],
+        [
+            [
+                name,
+                ms(name, lambda r: r.imported),
+                ms(name, lambda r: r.client) if script is BOTO3_SCRIPT else "in request",
+                ms(name, lambda r: r.request) if script is not BOTO3_SCRIPT else "-",
+                ms(name, lambda r: r.total),
+            ]
+            for name, (script, _) in variants.items()
+        ],
+    )
+    names = list(variants)
+    report.line()
+    report.line(
+        f"Ratio as built / boto3: {ms(names[0], lambda r: r.total) / ms(names[2], lambda r: r.total):.2f}x; "
+        f"without bytecode / boto3: {ms(names[1], lambda r: r.total) / ms(names[2], lambda r: r.total):.2f}x."
     )
 
 
@@ -1362,6 +1429,7 @@ def bench_cold_start(bench: Bench) -> None:
         f"first request {ms(splits, lambda r: r.request):.0f} ms, second request "
         f"{ms(splits, lambda r: r.second):.0f} ms."
     )
+    bench_built_cold_start(bench, stream)
     if ratio <= COLD_START_TARGET:
         return
     profile = importtime_profile(bench)

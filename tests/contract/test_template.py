@@ -440,7 +440,8 @@ def test_given_the_layer_then_sam_builds_it_for_python311_x86_64_from_exact_pins
 ) -> None:
     layer = template["Resources"]["KaiboCoreLayer"]
     assert layer["Type"] == "AWS::Serverless::LayerVersion"
-    assert layer["Metadata"] == {"BuildMethod": "python3.11", "BuildArchitecture": "x86_64"}
+    # layers/kaibo_core/Makefile (tests/contract/test_layer_build.py): the pins plus bytecode
+    assert layer["Metadata"] == {"BuildMethod": "makefile", "BuildArchitecture": "x86_64"}
     props = layer["Properties"]
     assert props["ContentUri"] == "layers/kaibo_core/"
     assert props["CompatibleRuntimes"] == ["python3.11"]
