@@ -502,19 +502,12 @@ class Emulator:
         self.stop()
 
 
-class KeepAliveRequestHandler(MotoRequestHandler):
-    """HTTP/1.1 with persistent connections, as AWS endpoints answer (werkzeug's default is
-    HTTP/1.0: a new connection for every request)."""
-
-    protocol_version = "HTTP/1.1"
-
-
 def start_emulator(host: str = "127.0.0.1", port: int = 0) -> Emulator:
     """Serve moto (all services) on ``host:port`` (0: a free port) in a background thread."""
     install_patches()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     app = SerializedDynamoDBApp(DomainDispatcherApplication(create_backend_app))
-    server = make_server(host, port, app, threaded=True, request_handler=KeepAliveRequestHandler)
+    server = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
     # make_server has bound and is listening: requests queue until serve_forever picks them up.
     thread = threading.Thread(target=server.serve_forever, name=f"kaibo-emulator-{server.port}", daemon=True)
     thread.start()
