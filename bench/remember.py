@@ -1221,28 +1221,34 @@ def structuring_queue_empty() -> bool:
     return all(attributes.get(name) == "0" for name in counts)
 
 
-def drain_structuring(bench: Bench, before: str, timeout: float = 1800.0) -> None:
+def wait_until(done: Callable[[], bool], timeout: float, what: str, interval: float) -> float:
+    """Poll ``done`` until it holds; the seconds it took. RuntimeError after ``timeout``."""
+    started = time.monotonic()
+    while not done():
+        if time.monotonic() - started > timeout:
+            raise RuntimeError(f"{what}: not after {timeout:.0f} s")
+        time.sleep(interval)
+    return time.monotonic() - started
+
+
+def drain_structuring(bench: Bench, before: str) -> None:
     """Wait until the stack's workers have structured every job the earlier sections left, so that
     the next section does not share the emulator and the CPU with that backlog."""
-    started = time.monotonic()
-    while not structuring_queue_empty():
-        if time.monotonic() - started > timeout:
-            raise RuntimeError(f"the structuring backlog did not drain in {timeout:.0f} s")
-        time.sleep(0.2)
-    waited = time.monotonic() - started
+    waited = wait_until(structuring_queue_empty, 1800.0, "the structuring backlog to drain", 0.2)
     if waited >= 1:
         bench.report.line(f"(waited {waited:.0f} s for the structuring backlog to drain before {before})")
 
 
-def wait_for_job(bench: Bench, job_id: str, timeout: float = 60.0) -> None:
+def wait_for_job(bench: Bench, job_id: str) -> None:
     """Until the stack's workers are done with a cold child's job (structured, and its message
     deleted): the next child must not share the CPU with them. Without this, whichever child
     came next (the baseline, as runs alternate) ran slower."""
-    deadline = time.monotonic() + timeout
-    while bench.client().job(job_id)["status"] not in {"done", "failed"} or not structuring_queue_empty():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"job {job_id} not finished after {timeout:.0f} s")
-        time.sleep(0.02)
+    wait_until(
+        lambda: bench.client().job(job_id)["status"] in {"done", "failed"} and structuring_queue_empty(),
+        60.0,
+        f"job {job_id} structured",
+        0.02,
+    )
 
 
 def cold_run(bench: Bench, script: str, stream: str, *flags: str, **extra: str) -> ColdRun:

@@ -60,11 +60,9 @@ def resume_collector_after_first_invocation(handler: Callable[_P, _R]) -> Callab
 
     @functools.wraps(handler)
     def invoke(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        if not _paused:
-            return handler(*args, **kwargs)
         try:
             return handler(*args, **kwargs)
         finally:
-            resume_collector()
+            resume_collector()  # once paused; a flag check after that
 
     return invoke
