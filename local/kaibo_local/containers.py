@@ -15,10 +15,21 @@ worker gets a picklable stand-in that puts ``("start", status, headers)`` and
 once per pool, at the first such invocation), and the caller's thread forwards
 them to the real stream as they arrive, until the worker's ``("end",)``. Other
 invocations never touch the manager.
+
+Time limits, as on AWS. A function's ``Timeout`` (the template's, else Lambda's 3 s) counts
+from when its handler starts in a worker, not from when the invocation was queued for a free
+one: the worker arms an alarm, and a handler still running when it rings is stopped by a
+``FunctionTimeout`` raised where it is (a BaseException, so that the handler's own ``except
+Exception`` cannot swallow it) and the invocation fails with Lambda's "Task timed out after
+N.NN seconds". Unlike Lambda, the worker is then reused, not replaced. The caller waits as
+long as the loader was told (``wait_seconds``): the HTTP front, as API Gateway, 29 s
+(``INTEGRATION_TIMEOUT_SECONDS``), then ``IntegrationTimeoutError``; queue pollers and schedules
+until the function has answered, as Lambda's event source mappings do.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import multiprocessing
@@ -26,17 +37,17 @@ import queue
 import signal
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing.managers import SyncManager
+from types import FrameType
 from typing import Any
 
 from kaibo_core.streaming import ResponseStream
-from kaibo_local.gateway import Handler, LambdaContext
+from kaibo_local.gateway import Handler, IntegrationTimeoutError, LambdaContext
 from kaibo_local.template import FunctionSpec
 
 DEFAULT_CONTAINERS = 4
-INVOKE_TIMEOUT_SECONDS = 60
 WARM_TIMEOUT_SECONDS = 120
 #: How often a streaming invocation that hears nothing checks whether its worker is still there.
 STREAM_POLL_SECONDS = 0.5
@@ -60,13 +71,38 @@ def _ignore_in_main_thread(signals: set[signal.Signals]) -> dict[signal.Signals,
     return {signum: signal.signal(signum, signal.SIG_IGN) for signum in signals}
 
 
+class FunctionTimeout(BaseException):
+    """Raised in a worker's running handler when its function's Timeout has passed."""
+
+
+def _on_alarm(_signum: int, _frame: FrameType | None) -> None:
+    raise FunctionTimeout
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Raise FunctionTimeout in this (the worker's main) thread once ``seconds`` have passed."""
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _invoke(module: str, name: str, event: dict[str, Any], context: LambdaContext) -> Any:
-    """Runs in a worker process."""
+    """Runs in a worker process: the handler, within its function's Timeout (its import is not
+    counted: on Lambda, a container's init has a limit of its own)."""
     key = f"{module}:{name}"
     if key not in _loaded:
         _loaded[key] = getattr(importlib.import_module(module), name)
+    context.start_clock()
     try:
-        return _loaded[key](event, context)
+        with _time_limit(context.timeout_seconds):
+            return _loaded[key](event, context)
+    except FunctionTimeout:
+        raise FunctionError(f"Task timed out after {context.timeout_seconds:.2f} seconds") from None
     except Exception as exc:
         raise FunctionError(str(exc)) from None
 
@@ -103,19 +139,21 @@ def _invoke_streaming(module: str, name: str, event: dict[str, Any], context: La
         stream.end()
 
 
-def _forward(messages: queue.Queue[Any], future: Future[Any], stream: ResponseStream) -> None:
+def _forward(
+    messages: queue.Queue[Any], future: Future[Any], stream: ResponseStream, deadline: float | None
+) -> None:
     """Send the worker's stream messages to ``stream`` as they come, until its end (or its death).
 
     A message ``stream`` refuses fails the invocation once the worker is done, as it would
-    have failed the handler in-process.
+    have failed the handler in-process. ``deadline``: ``time.monotonic()`` after which the caller
+    stops waiting (None: never).
     """
-    deadline = time.monotonic() + INVOKE_TIMEOUT_SECONDS
     refused: Exception | None = None
     while True:
         finished = future.done()  # then all its messages are queued: take them, don't wait
-        remaining = deadline - time.monotonic()
+        remaining = STREAM_POLL_SECONDS if deadline is None else deadline - time.monotonic()
         if remaining <= 0 and not finished:
-            raise TimeoutError(f"no answer within {INVOKE_TIMEOUT_SECONDS} s")
+            raise IntegrationTimeoutError("the function gave no answer in time")
         try:
             message = messages.get(timeout=0 if finished else min(remaining, STREAM_POLL_SECONDS))
         except queue.Empty:
@@ -134,8 +172,16 @@ def _forward(messages: queue.Queue[Any], future: Future[Any], stream: ResponseSt
         except Exception as error:
             refused = error
     if refused is not None:
-        future.result(timeout=max(0.0, deadline - time.monotonic()))  # the handler's own error first
+        _result(future, deadline)  # the handler's own error first
         raise FunctionError(f"response stream: {refused}") from refused
+
+
+def _result(future: Future[Any], deadline: float | None) -> Any:
+    """The invocation's answer, waiting until ``deadline`` (None: as long as it takes)."""
+    try:
+        return future.result(timeout=None if deadline is None else max(0.0, deadline - time.monotonic()))
+    except TimeoutError:
+        raise IntegrationTimeoutError("the function gave no answer in time") from None
 
 
 def _warm(modules: list[str]) -> int:
@@ -171,26 +217,37 @@ class ContainerPool:
         for future in self._warming:
             future.result(timeout=max(0.0, deadline - time.monotonic()))
 
-    def loader(self, spec: FunctionSpec) -> Handler:
-        """A handler that runs ``spec``'s function in a container (drop-in for load_handler)."""
+    def loader(self, spec: FunctionSpec, wait_seconds: float | None = None) -> Handler:
+        """A handler that runs ``spec``'s function in a container (drop-in for load_handler).
+
+        It waits ``wait_seconds`` at most for the answer (None: until the function answers or
+        its Timeout stops it), then raises ``IntegrationTimeoutError``.
+        """
 
         def invoke(event: dict[str, Any], context: LambdaContext) -> Any:
+            deadline = None if wait_seconds is None else time.monotonic() + wait_seconds
+            context = dataclasses.replace(context, timeout_seconds=spec.timeout_seconds)
             stream = context.kaibo_response_stream
             if stream is not None:
-                return self._invoke_streaming(spec, event, context, stream)
+                return self._invoke_streaming(spec, event, context, stream, deadline)
             future = self._pool.submit(_invoke, spec.qualified_module, spec.handler_name, event, context)
-            return future.result(timeout=INVOKE_TIMEOUT_SECONDS)
+            return _result(future, deadline)
 
         return invoke
 
     def _invoke_streaming(
-        self, spec: FunctionSpec, event: dict[str, Any], context: LambdaContext, stream: ResponseStream
+        self,
+        spec: FunctionSpec,
+        event: dict[str, Any],
+        context: LambdaContext,
+        stream: ResponseStream,
+        deadline: float | None,
     ) -> Any:
         messages = self._queues().Queue()
         sent = dataclasses.replace(context, kaibo_response_stream=_QueueStream(messages))
         future = self._pool.submit(_invoke_streaming, spec.qualified_module, spec.handler_name, event, sent)
-        _forward(messages, future, stream)
-        return future.result(timeout=INVOKE_TIMEOUT_SECONDS)
+        _forward(messages, future, stream, deadline)
+        return _result(future, deadline)
 
     def _queues(self) -> SyncManager:
         """The manager that holds the stream queues, started at the first streaming invocation."""

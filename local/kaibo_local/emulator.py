@@ -17,12 +17,14 @@ Each exists because moto 5.2.5 differs from DynamoDB in a way our code can obser
    ``DynamoDBBackend.transact_write_items``). moto applies each action as it goes and deep-copies
    every touched table beforehand so it can roll back: O(table size) time per transaction, and
    the copies' items stay referenced by moto's model tracker, so memory grows by a table per
-   transaction. With requests serialized, nothing can change between checking and writing, so the
-   replacement evaluates every action first without mutating anything (its condition, then a
-   dry run of its write against a one-item sandbox table, which surfaces the errors the write
-   itself would raise), cancels with moto's ``TransactionCanceledException`` and the same
-   positional reasons if anything fails, and only then applies the writes with moto's own
-   ``put_item`` / ``update_item`` / ``delete_item``. Cost: O(size of the touched items).
+   transaction. The replacement takes moto's steps in moto's order (check the action's
+   condition, then write it with moto's own ``put_item`` / ``update_item`` / ``delete_item``, and
+   record any failure as that action's reason), but before each write it keeps only what the
+   write replaces: the stored item (copied if the write updates it in place) or the fact that
+   there was none, and the length of the table's stream. If any action failed, it puts those back
+   in reverse order, trims the streams, and cancels with moto's ``TransactionCanceledException``
+   and the same positional reasons. Cost: O(size of the touched items). Nobody sees the writes
+   that are undone, because requests are serialized (1.).
 
 3. **DynamoDB's transaction limits** (``check_transaction_limits``), which moto does not all
    enforce: at most 100 actions, each Put item at most 400 KB (409,600 bytes of attribute names
@@ -31,15 +33,17 @@ Each exists because moto 5.2.5 differs from DynamoDB in a way our code can obser
    family, so clients get a ``ValidationException`` as from AWS. (moto itself refuses items over
    405,000 bytes when it builds them; that stricter check still applies.)
 
-   Deliberate differences from moto: an entry holding two operations
-   (``TransactWriteSingleOpException``) is refused before anything is written (moto has already
-   applied the entries before it), and if a write ever failed after its checks passed (concurrent
-   requests without the lock) the request fails with a RuntimeError (HTTP 500) naming the cause.
+   Deliberate difference from moto: an entry holding two operations
+   (``TransactWriteSingleOpException``) is refused with nothing written (moto leaves the entries
+   before it applied).
 
 4. **Pin check.** The replacement mirrors moto's function step by step (error types, messages,
    reason format). ``PATCHED_FUNCTION_SHA256`` is the hash of the source it replaced, and
    ``install_patches()`` refuses to patch a different one: when moto changes, re-read its
    ``transact_write_items`` and re-check the replacement before updating the hash.
+
+5. **The backend looked up once per host name** (``HostCachingDispatcher``). moto's dispatcher
+   lists its service directories on disk for every request, under a process-wide lock.
 
 In-process use: ``install_patches()`` also works under ``moto.mock_aws``; the replacement is only
 atomic if callers do not run DynamoDB operations concurrently (hold ``dynamodb_lock()`` when you
@@ -54,8 +58,7 @@ import hashlib
 import inspect
 import logging
 import threading
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
@@ -93,6 +96,7 @@ __all__ = [
     "SERIALIZE_DYNAMODB",
     "TRANSACTION_TOO_LARGE_MESSAGE",
     "Emulator",
+    "HostCachingDispatcher",
     "SerializedDynamoDBApp",
     "check_pin",
     "check_transaction_limits",
@@ -186,7 +190,7 @@ class _ConditionNotMet(ConditionalCheckFailed):
 
 
 def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:
-    """Replacement for ``DynamoDBBackend.transact_write_items``: check everything, then write.
+    """Replacement for ``DynamoDBBackend.transact_write_items``: moto's steps, undone item by item.
 
     Same validation, errors and cancellation reasons as moto 5.2.5's version, without its deep
     copy of every touched table; relies on the caller serializing DynamoDB operations.
@@ -194,38 +198,42 @@ def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, A
     if len(transact_items) > MAX_TRANSACTION_ACTIONS:
         raise TooManyTransactionsException()
     check_transaction_limits(transact_items)
-    actions, reasons = _evaluate_all(self, transact_items)
-    if any(code is not None for code, _, _ in reasons):
-        raise TransactionCanceledException(reasons)
-    _apply_all(self, actions)
-
-
-def _evaluate_all(
-    backend: DynamoDBBackend, transact_items: list[dict[str, Any]]
-) -> tuple[list[_Action], list[_Reason]]:
-    """Check every action in order, mutating nothing; moto's reason for each, positionally."""
+    journal = _UndoJournal(self)
     claimed: set[tuple[str, str]] = set()
-    actions: list[_Action] = []
-    reasons: list[_Reason] = []
-    for transact_item in transact_items:
-        if len(transact_item) > 1:
-            raise TransactWriteSingleOpException
-        try:
-            action = _parse_action(backend, transact_item)
-            _claim_item(claimed, action)
-            current = _check_condition(backend, action)
-            _dry_run(backend, action, current)
-        except (MultipleTransactionsException, MockValidationException):
-            raise
-        except ConditionalCheckFailed as error:
-            old_item = error.old_item if isinstance(error, _ConditionNotMet) else None
-            reasons.append(("ConditionalCheckFailed", str(error.message), old_item))
-        except Exception as error:  # moto reports any other failure as that action's reason
-            reasons.append((type(error).__name__, str(error), None))
-        else:
-            actions.append(action)
-            reasons.append((None, None, None))
-    return actions, reasons
+    try:
+        reasons = [_run_action(self, journal, claimed, transact_item) for transact_item in transact_items]
+    except BaseException:
+        journal.undo()
+        raise
+    if any(code is not None for code, _, _ in reasons):
+        journal.undo()
+        raise TransactionCanceledException(reasons)
+
+
+def _run_action(
+    backend: DynamoDBBackend,
+    journal: _UndoJournal,
+    claimed: set[tuple[str, str]],
+    transact_item: dict[str, Any],
+) -> _Reason:
+    """Check and apply one action as moto does; moto's cancellation reason for it."""
+    if len(transact_item) > 1:
+        raise TransactWriteSingleOpException
+    try:
+        action = _parse_action(backend, transact_item)
+        _claim_item(claimed, action)
+        current = _check_condition(backend, action)
+        if action.op_type != "ConditionCheck":
+            journal.record(action, current)
+            _write(backend, action)
+    except (MultipleTransactionsException, MockValidationException):
+        raise
+    except ConditionalCheckFailed as error:
+        old_item = error.old_item if isinstance(error, _ConditionNotMet) else None
+        return ("ConditionalCheckFailed", str(error.message), old_item)
+    except Exception as error:  # moto reports any other failure as that action's reason
+        return (type(error).__name__, str(error), None)
+    return (None, None, None)
 
 
 def _parse_action(backend: DynamoDBBackend, transact_item: dict[str, Any]) -> _Action:
@@ -268,52 +276,55 @@ def _check_condition(backend: DynamoDBBackend, action: _Action) -> Item | None:
     return current
 
 
-def _dry_run(backend: DynamoDBBackend, action: _Action, current: Item | None) -> None:
-    """Run the action's write against a sandbox holding a copy of the one item it touches.
+class _UndoJournal:
+    """What a transaction's writes replaced, so that a cancelled one can be put back exactly.
 
-    Raises whatever moto's write would raise (validation of the item, the update expression,
-    sizes), so that the real writes, applied afterwards, cannot fail half-way.
+    Per write: the table, the key, and the item that was stored before it (None: there was
+    none). ``put_item`` stores a new item and ``delete_item`` drops the stored one, so for them
+    the stored object itself is kept; ``update_item`` changes the stored item in place, so it is
+    copied first. And per touched table with a stream: how many records it held, since moto
+    appends a record per write.
     """
-    if action.op_type == "ConditionCheck":
-        return
-    table = backend.get_table(action.table_name)
-    with _forgetting_new_instances(Item, type(table)):
-        _write(_sandbox(backend, table, current), action)
+
+    def __init__(self, backend: DynamoDBBackend) -> None:
+        self._backend = backend
+        self._replaced: list[tuple[Table, DynamoType, DynamoType | None, Item | None]] = []
+        self._stream_ends: dict[str, tuple[list[Any], int]] = {}
+
+    def record(self, action: _Action, current: Item | None) -> None:
+        table = self._backend.get_table(action.table_name)
+        hash_value, range_value = self._backend.get_keys_value(table, action.key)
+        before = copy.deepcopy(current) if action.op_type == "Update" else current
+        self._replaced.append((table, hash_value, range_value, before))
+        if table.stream_shard is not None and table.name not in self._stream_ends:
+            records = table.stream_shard.items
+            self._stream_ends[table.name] = (records, len(records))
+
+    def undo(self) -> None:
+        for table, hash_value, range_value, before in reversed(self._replaced):
+            _restore(table, hash_value, range_value, before)
+        for records, end in self._stream_ends.values():
+            del records[end:]
+        self._replaced.clear()
+        self._stream_ends.clear()
 
 
-def _sandbox(backend: DynamoDBBackend, table: Table, current: Item | None) -> DynamoDBBackend:
-    """A shallow copy of the backend whose only table is ``table`` holding only ``current``."""
-    shadow = copy.copy(table)
-    shadow.items = defaultdict(dict)
-    shadow.stream_shard = None  # no stream records for a write that does not happen
-    if current is not None:
-        twin = copy.deepcopy(current)
-        if current.range_key is not None:
-            shadow.items[current.hash_key][current.range_key] = twin
+def _restore(table: Table, hash_value: DynamoType, range_value: DynamoType | None, item: Item | None) -> None:
+    """Store ``item`` under the key again (None: no item), in moto's layout of ``table.items``."""
+    if table.range_key_attr is None:
+        if item is None:
+            table.items.pop(hash_value, None)
         else:
-            shadow.items[current.hash_key] = twin  # type: ignore[assignment]  # moto's own layout
-    sandbox = copy.copy(backend)
-    sandbox.tables = {table.name: shadow}
-    return sandbox
-
-
-@contextlib.contextmanager
-def _forgetting_new_instances(*classes: type) -> Iterator[None]:
-    """Drop the sandbox's objects from moto's model tracker, which would keep them alive forever.
-
-    moto appends every model instance to ``cls.instances_tracked`` (for its dashboard only). The
-    caller holds the DynamoDB lock, so everything appended meanwhile comes from the sandbox.
-    """
-    marks: dict[int, tuple[list[Any], int]] = {}
-    for cls in classes:
-        tracked = getattr(cls, "instances_tracked", None)
-        if isinstance(tracked, list):
-            marks[id(tracked)] = (tracked, len(tracked))
-    try:
-        yield
-    finally:
-        for tracked, mark in marks.values():
-            del tracked[mark:]
+            table.items[hash_value] = item  # type: ignore[assignment]  # moto's own layout
+        return
+    assert range_value is not None
+    same_hash = table.items.get(hash_value)
+    if item is not None:
+        table.items[hash_value][range_value] = item
+    elif same_hash is not None:
+        same_hash.pop(range_value, None)
+        if not same_hash:
+            del table.items[hash_value]
 
 
 def _write(backend: DynamoDBBackend, action: _Action) -> None:
@@ -347,19 +358,6 @@ def _write(backend: DynamoDBBackend, action: _Action) -> None:
             expression_attribute_names=names,  # type: ignore[arg-type]  # moto passes None too
             expression_attribute_values=values,  # type: ignore[arg-type]
         )
-
-
-def _apply_all(backend: DynamoDBBackend, actions: list[_Action]) -> None:
-    for index, action in enumerate(actions):
-        try:
-            _write(backend, action)
-        except Exception as error:
-            raise RuntimeError(
-                f"TransactWriteItems: the write of action {index} ({action.op_type} on "
-                f"{action.table_name}) failed after every check had passed, with {index} of "
-                f"{len(actions)} writes already applied. Either DynamoDB requests ran concurrently "
-                "(is dynamodb_lock() held?) or the dry run no longer matches moto's write."
-            ) from error
 
 
 # --- 3. DynamoDB's transaction limits ------------------------------------------------------------
@@ -502,11 +500,31 @@ class Emulator:
         self.stop()
 
 
+class HostCachingDispatcher(DomainDispatcherApplication):
+    """moto's dispatcher, remembering which backend serves each host name.
+
+    moto works the backend out for every request, and first lists its ~170 service directories on
+    disk to see whether the host is one of them, all under the dispatcher's process-wide lock:
+    about 1 ms per request, every request serialized. The answer depends only on the host.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._backend_by_host: dict[str | None, Any] = {}
+
+    def get_backend_for_host(self, host: str | None) -> Any:
+        try:
+            return self._backend_by_host[host]
+        except KeyError:
+            backend = self._backend_by_host[host] = super().get_backend_for_host(host)
+            return backend
+
+
 def start_emulator(host: str = "127.0.0.1", port: int = 0) -> Emulator:
     """Serve moto (all services) on ``host:port`` (0: a free port) in a background thread."""
     install_patches()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    app = SerializedDynamoDBApp(DomainDispatcherApplication(create_backend_app))
+    app = SerializedDynamoDBApp(HostCachingDispatcher(create_backend_app))
     server = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
     # make_server has bound and is listening: requests queue until serve_forever picks them up.
     thread = threading.Thread(target=server.serve_forever, name=f"kaibo-emulator-{server.port}", daemon=True)

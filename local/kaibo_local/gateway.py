@@ -14,7 +14,8 @@ deployed REST API would answer it:
    ACCESS_DENIED (403), AUTHORIZER_FAILURE or AUTHORIZER_CONFIGURATION_ERROR;
 3. the function gets the payload-format-1.0 proxy event (kaibo_local.apigw_events)
    with the authorizer's context (values as strings, as API Gateway passes them),
-   and its proxy response becomes the HTTP answer (a malformed one → 502).
+   and its proxy response becomes the HTTP answer (a malformed one → 502; none within
+   ``INTEGRATION_TIMEOUT_SECONDS``, when the loader waits that long only → INTEGRATION_TIMEOUT, 504).
 
 Where functions run is the loader's business. ``load_handler`` runs them in
 this process, one invocation at a time (``INVOCATION_LOCK``): Powertools keeps
@@ -42,11 +43,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import importlib
 import json
 import logging
 import re
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -63,6 +66,8 @@ Handler = Callable[[dict[str, Any], Any], Any]
 API_ID = "kaibolocal"
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
+#: How long API Gateway waits for a function's answer before it gives up with a 504.
+INTEGRATION_TIMEOUT_SECONDS = 29.0
 #: API Gateway refuses request bodies over 10 MB.
 MAX_REQUEST_BYTES = 10 * 1024 * 1024
 #: Held around every function invocation in this process (see the module docstring).
@@ -93,6 +98,10 @@ DEFAULT_STATUS: Mapping[str, int] = {
 }
 
 
+class IntegrationTimeoutError(TimeoutError):
+    """The function did not answer within the time its caller was willing to wait."""
+
+
 def new_request_id() -> str:
     """A request id shaped like API Gateway's (a UUID)."""
     return str(uuid.uuid4())
@@ -113,6 +122,13 @@ class LambdaContext:
     function_version: str = "$LATEST"
     aws_request_id: str = field(default_factory=new_request_id)
     kaibo_response_stream: ResponseStream | None = None
+    #: The function's Timeout (the loader sets it from the template), and when it runs out
+    #: (``time.monotonic()``; set by ``start_clock`` when the handler starts).
+    timeout_seconds: float = 3.0
+    deadline: float | None = None
+
+    def start_clock(self) -> None:
+        self.deadline = time.monotonic() + self.timeout_seconds
 
     @property
     def invoked_function_arn(self) -> str:
@@ -123,7 +139,9 @@ class LambdaContext:
         return f"/aws/lambda/{self.function_name}"
 
     def get_remaining_time_in_millis(self) -> int:
-        return 30_000
+        if self.deadline is None:
+            return int(self.timeout_seconds * 1000)
+        return max(0, int((self.deadline - time.monotonic()) * 1000))
 
 
 assert STREAM_CONTEXT_ATTRIBUTE in LambdaContext.__dataclass_fields__, "the field must bear that name"
@@ -217,12 +235,19 @@ def _segment_rank(path: str) -> tuple[int, ...]:
 
 
 def load_handler(spec: FunctionSpec) -> Handler:
-    """The function's handler, run in this process and serialized by INVOCATION_LOCK."""
+    """The function's handler, run in this process and serialized by INVOCATION_LOCK.
+
+    The context tells the handler its function's Timeout, but nothing stops a handler that runs
+    longer: only the containers enforce it (kaibo_local.containers).
+    """
     module = importlib.import_module(spec.qualified_module)
     handler: Handler = getattr(module, spec.handler_name)
 
     def invoke(event: dict[str, Any], context: Any) -> Any:
         with INVOCATION_LOCK:
+            if isinstance(context, LambdaContext):
+                context = dataclasses.replace(context, timeout_seconds=spec.timeout_seconds)
+                context.start_clock()
             return handler(event, context)
 
     return invoke
@@ -333,6 +358,11 @@ class LocalGateway:
             offered = _GatewayStream(stream, request_id)
         try:
             result = self._invoke(route.spec.function_logical_id, event, offered)
+        except IntegrationTimeoutError:
+            log.error(
+                "function %s gave no answer within the integration timeout", route.spec.function_logical_id
+            )
+            return self.gateway_response("INTEGRATION_TIMEOUT", request_id)
         except Exception:
             if offered is not None and offered.started:
                 log.exception(

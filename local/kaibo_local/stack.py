@@ -17,6 +17,7 @@ stack resolves each function's template environment and sets it in-process
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import secrets
@@ -36,7 +37,7 @@ from kaibo_core.api_keys import issue_admin_key
 from kaibo_core.services.admin import AdminService
 from kaibo_local.containers import DEFAULT_CONTAINERS, ContainerPool
 from kaibo_local.emulator import Emulator, start_emulator
-from kaibo_local.gateway import LocalGateway
+from kaibo_local.gateway import INTEGRATION_TIMEOUT_SECONDS, LocalGateway
 from kaibo_local.http_front import HttpFront
 from kaibo_local.template import create_tables, function_specs, load_template, resolve_environment
 from kaibo_local.workers import QueuePoller, ScheduleTimer, create_queues, triggers
@@ -118,7 +119,9 @@ def start_stack(port: int = 3000, host: str = "127.0.0.1") -> LocalStack:
         containers = ContainerPool(specs, int(os.environ.get("KAIBO_LOCAL_CONTAINERS", DEFAULT_CONTAINERS)))
         stoppables.append(containers.stop)
         containers.wait_warm()  # announced only once every container has its handlers loaded
-        front = HttpFront(LocalGateway(template, loader=containers.loader), host=host, port=port).start()
+        # API Gateway waits 29 s for a function; queue pollers and schedules wait until it answers.
+        api_loader = functools.partial(containers.loader, wait_seconds=INTEGRATION_TIMEOUT_SECONDS)
+        front = HttpFront(LocalGateway(template, loader=api_loader), host=host, port=port).start()
         stoppables.append(front.stop)
         by_id = {spec.logical_id: spec for spec in specs}
         queue_triggers, schedule_triggers = triggers(template, specs)

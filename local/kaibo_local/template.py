@@ -306,6 +306,7 @@ class FunctionSpec:
     environment: dict[str, Any]
     routes: list[RouteSpec] = field(default_factory=list)
     qualified_module: str = ""
+    timeout_seconds: float = 3.0  # Lambda's default when neither the function nor Globals sets one
 
 
 def _globals_function(template: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -361,6 +362,14 @@ def _routes(template: Mapping[str, Any], logical_id: str, properties: Mapping[st
     return routes
 
 
+def _timeout_seconds(logical_id: str, timeout: Any) -> float | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        raise TemplateError(f"{logical_id}: Timeout must be a positive number of seconds, got {timeout!r}")
+    return float(timeout)
+
+
 def function_specs(template: Mapping[str, Any], root: Path = REPO_ROOT) -> list[FunctionSpec]:
     """Every ``AWS::Serverless::Function`` of the template; ``CodeUri`` is relative to ``root``."""
     global_env = _variables(_globals_function(template))
@@ -372,6 +381,7 @@ def function_specs(template: Mapping[str, Any], root: Path = REPO_ROOT) -> list[
         if not isinstance(code_uri, str) or not isinstance(handler, str) or "." not in handler:
             raise TemplateError(f"{logical_id}: needs a local CodeUri and a Handler like module.function")
         module, _, name = handler.rpartition(".")
+        timeout = _timeout_seconds(logical_id, function_property(template, logical_id, "Timeout"))
         code_dir = (root / code_uri).resolve()
         try:
             package = ".".join(code_dir.relative_to(root.resolve()).parts)
@@ -386,6 +396,7 @@ def function_specs(template: Mapping[str, Any], root: Path = REPO_ROOT) -> list[
                 environment={**global_env, **_variables(properties)},
                 routes=_routes(template, logical_id, properties),
                 qualified_module=f"{package}.{module}" if package else module,
+                **({} if timeout is None else {"timeout_seconds": timeout}),
             )
         )
     return specs

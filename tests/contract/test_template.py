@@ -275,6 +275,35 @@ def test_given_a_document_without_resources_when_parsed_then_it_is_refused() -> 
         parse_template("Parameters: {}\n")
 
 
+def test_given_the_template_then_each_function_gets_its_own_timeout_else_the_global_one(
+    template: dict[str, Any],
+) -> None:
+    default = template["Globals"]["Function"]["Timeout"]
+    for spec in function_specs(template):
+        own = template["Resources"][spec.logical_id]["Properties"].get("Timeout")
+        assert spec.timeout_seconds == float(own or default), spec.logical_id
+    assert {spec.timeout_seconds for spec in function_specs(template)} >= {300.0, float(default)}
+
+
+def function_with(**properties: Any) -> dict[str, Any]:
+    function_properties = {"CodeUri": "f/", "Handler": "app.h", **properties}
+    return {"Resources": {"F": {"Type": "AWS::Serverless::Function", "Properties": function_properties}}}
+
+
+def test_given_no_timeout_anywhere_then_lambdas_default_of_3_seconds() -> None:
+    assert [spec.timeout_seconds for spec in function_specs(function_with())] == [3.0]
+
+
+@pytest.mark.parametrize("timeout", [0, -1, "10", True, None])
+def test_given_a_timeout_that_is_not_a_positive_number_then_the_template_is_refused(timeout: Any) -> None:
+    template = function_with(Timeout=timeout)
+    if timeout is None:
+        assert function_specs(template)[0].timeout_seconds == 3.0  # YAML's empty value: not set
+        return
+    with pytest.raises(TemplateError, match="Timeout"):
+        function_specs(template)
+
+
 # --- Routes and authorizer --------------------------------------------------------------------------
 
 

@@ -7,7 +7,6 @@ its own small tables, so tests share the (process-wide) moto state without seein
 from __future__ import annotations
 
 import copy
-import logging
 import os
 import threading
 import time
@@ -359,6 +358,16 @@ SAME_AS_MOTO = {
             }
         },
     ],
+    "writes of every kind, then a failed condition": [
+        update("t", "new", "SET n = :one", **ONE),
+        update("t", "a", "SET n = n + :one", **ONE),
+        {"Delete": {"TableName": "t", "Key": key("b")}},
+        put_action("t", "s", n=n(5)),
+        {"Put": {"TableName": "r", "Item": {**key("p"), "sk": {"S": "2"}}}},
+        {"Put": {"TableName": "r", "Item": {**key("q"), "sk": {"S": "1"}}}},
+        {"Update": {"TableName": "r", "Key": {**key("p"), "sk": {"S": "1"}}, "UpdateExpression": "REMOVE n"}},
+        check("t", "c", "attribute_exists(pk)"),
+    ],
     "errors reported as reasons": [
         check("missing-table", "a", "attribute_exists(pk)"),
         {"Put": {"TableName": "t", "Item": {"n": n(1)}}},
@@ -453,9 +462,9 @@ def tracked() -> tuple[int, int]:
     return len(getattr(Item, "instances_tracked")), len(getattr(Table, "instances_tracked"))  # noqa: B009
 
 
-def test_a_transaction_leaves_no_sandbox_objects_in_motos_model_tracker() -> None:
-    """moto keeps every model instance it creates in ``instances_tracked``; the dry run's table
-    shells and item copies must not stay there (they would grow memory with every transaction)."""
+def test_a_transaction_leaves_no_undo_copies_in_motos_model_tracker() -> None:
+    """moto keeps every model instance it creates in ``instances_tracked``; the copies a
+    transaction keeps to undo its writes must not stay there (memory would grow with every one)."""
     direct, transacted = fresh_backend(), fresh_backend()
 
     before = tracked()
@@ -594,18 +603,18 @@ class Race:
 
 @pytest.fixture
 def wide_check_to_write_window(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Hand the GIL to another thread between a transaction's checks and its writes.
+    """Hand the GIL to another thread between each action's condition check and its write.
 
     Without it the window is a few microseconds of pure Python and a missing lock goes unnoticed;
     with it, any concurrently running DynamoDB request runs exactly there.
     """
-    apply_all = emulator._apply_all
+    write = emulator._write
 
-    def yield_then_apply(backend: DynamoDBBackend, actions: list[Any]) -> None:
+    def yield_then_write(backend: DynamoDBBackend, action: Any) -> None:
         os.sched_yield()
-        apply_all(backend, actions)
+        write(backend, action)
 
-    monkeypatch.setattr(emulator, "_apply_all", yield_then_apply)
+    monkeypatch.setattr(emulator, "_write", yield_then_write)
 
 
 def race_increments(emu: Emulator, ddb: Any, table: str) -> Race:
@@ -686,18 +695,37 @@ def test_concurrent_conditional_transactions_lose_no_update(emu: Emulator, ddb: 
     assert race.committed == list(range(1, total + 1))  # every value committed exactly once
 
 
-@pytest.mark.usefixtures("wide_check_to_write_window")
-def test_without_the_lock_transactions_race(
-    emu: Emulator, ddb: Any, table: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize("serialized", [True, False], ids=["serialized", "without the lock"])
+def test_a_reader_never_sees_half_a_transaction(
+    emu: Emulator, ddb: Any, table: str, monkeypatch: pytest.MonkeyPatch, serialized: bool
 ) -> None:
-    """The lock is what the test above relies on: without it a write finds its checked condition
-    broken by another transaction (moto re-checks it, so that request fails with a 500)."""
-    monkeypatch.setattr(emulator, "SERIALIZE_DYNAMODB", False)
-    caplog.set_level(logging.CRITICAL, logger="werkzeug")  # the 500s' tracebacks
+    """A transaction setting x and y is read while it has written x only. Serialized, the read
+    waits and sees both (DynamoDB's transactions are isolated); without the lock, which is what
+    makes it so, the read sees x new and y old."""
+    monkeypatch.setattr(emulator, "SERIALIZE_DYNAMODB", serialized)
+    seed(ddb, table, "x=0 y=0")
+    half_written, read_done = threading.Event(), threading.Event()
+    write = emulator._write
 
-    race = race_increments(emu, ddb, table)
+    def write_then_pause_after_x(backend: DynamoDBBackend, action: Any) -> None:
+        write(backend, action)
+        if action.key == key("x"):
+            half_written.set()
+            read_done.wait(timeout=1.0)  # serialized, the read cannot happen until this returns
 
-    assert race.server_errors
+    monkeypatch.setattr(emulator, "_write", write_then_pause_after_x)
+    both = [update(table, "x", "SET n = :one", **ONE), update(table, "y", "SET n = :one", **ONE)]
+    writer = threading.Thread(target=transact, args=(make_client(emu.endpoint_url, "dynamodb"), *both))
+    writer.start()
+    assert half_written.wait(timeout=DEADLINE_SECONDS)
+    seen = ddb.transact_get_items(
+        TransactItems=[{"Get": {"TableName": table, "Key": key(pk)}} for pk in ("x", "y")]
+    )["Responses"]
+    read_done.set()
+    writer.join(timeout=DEADLINE_SECONDS)
+
+    assert [int(response["Item"]["n"]["N"]) for response in seen] == ([1, 1] if serialized else [1, 0])
+    assert [item["n"] for item in contents(ddb, table)] == [n(1), n(1)]
 
 
 def test_an_sqs_long_poll_does_not_hold_up_dynamodb(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import dataclasses
 import importlib
 import json
 import re
@@ -24,6 +25,8 @@ from kaibo_local.gateway import (
     Handler,
     HttpRequest,
     HttpResponse,
+    IntegrationTimeoutError,
+    LambdaContext,
     LocalGateway,
     allows,
     load_handler,
@@ -571,6 +574,49 @@ def test_given_a_malformed_proxy_response_then_502_in_our_error_shape(
     fakes.behaviours["EventsFunction"] = lambda _event: result
 
     assert_error(gateway.handle(request("GET", "/v1/streams")), 502, "internal_error")
+
+
+def test_given_no_answer_within_the_integration_timeout_then_504_in_our_error_shape(
+    gateway: LocalGateway, fakes: FakeFunctions
+) -> None:
+    def too_slow(_event: dict[str, Any]) -> Any:
+        raise IntegrationTimeoutError("the function gave no answer in time")  # as the containers' loader
+
+    fakes.behaviours["RememberFunction"] = too_slow
+
+    assert_error(gateway.handle(request("POST", "/v1/remember")), 504, "timeout")
+
+
+def test_given_a_function_raises_a_timeout_of_its_own_then_502_not_the_integration_timeout(
+    gateway: LocalGateway, fakes: FakeFunctions
+) -> None:
+    def socket_timeout(_event: dict[str, Any]) -> Any:
+        raise TimeoutError("timed out")  # socket.timeout: the function's failure
+
+    fakes.behaviours["RememberFunction"] = socket_timeout
+
+    assert_error(gateway.handle(request("POST", "/v1/remember")), 502, "internal_error")
+
+
+REMAINING_TIMES: list[int] = []
+
+
+def record_remaining_time(_event: dict[str, Any], context: LambdaContext) -> None:
+    """A handler for load_handler (this module is its code)."""
+    REMAINING_TIMES.append(context.get_remaining_time_in_millis())
+
+
+def test_given_an_in_process_function_then_its_context_counts_down_from_its_template_timeout() -> None:
+    structure = next(spec for spec in function_specs(TEMPLATE) if spec.logical_id == "StructureFunction")
+    spec = dataclasses.replace(structure, qualified_module=__name__, handler_name="record_remaining_time")
+    context = LambdaContext("StructureFunction")
+    REMAINING_TIMES.clear()
+
+    load_handler(spec)({}, context)
+
+    assert context.get_remaining_time_in_millis() == 3_000  # Lambda's default: the caller's copy is untouched
+    assert structure.timeout_seconds == 300.0  # the template's Timeout
+    assert 290_000 < REMAINING_TIMES[0] <= 300_000
 
 
 def test_given_the_loader_fails_then_502_not_an_exception(fakes: FakeFunctions) -> None:
