@@ -1,6 +1,7 @@
 """Scheduled: re-queue structuring jobs still unfinished ``KAIBO_SWEEP_AFTER_SECONDS`` after
-remember (a message lost after the commit, a worker that crashed). Structuring is idempotent,
-so a job queued twice is structured once."""
+remember (a message lost after the commit, a worker that crashed), each at doubling intervals
+(kaibo_core.services.sweeping). Structuring is idempotent, so a job queued twice is structured
+once."""
 
 from __future__ import annotations
 
@@ -19,12 +20,16 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from kaibo_core.adapters.aws import dynamodb_client, sqs_client
 from kaibo_core.adapters.dynamodb_jobs import DynamoJobStore
 from kaibo_core.adapters.sqs_jobs import SqsJobQueue
-from kaibo_core.clock import format_instant, utc_now
+from kaibo_core.clock import utc_now
 from kaibo_core.observability import logger, metrics
+from kaibo_core.services import sweeping
+from kaibo_core.services.sweeping import SweepResult
 from kaibo_core.settings import get_settings
 
 #: Jobs re-queued per shard and run at most (the next run takes the rest).
 MAX_PER_SHARD: Final = 500
+#: A run stops starting batches when less time than this is left before its timeout.
+TIME_MARGIN_MS: Final = 2_000
 
 
 @lru_cache(maxsize=1)
@@ -35,19 +40,27 @@ def stores() -> tuple[DynamoJobStore, SqsJobQueue]:
     )
 
 
-def sweep() -> tuple[int, int]:
-    """(jobs found pending, messages sent)."""
+def sweep(context: LambdaContext) -> SweepResult:
     jobs, queue = stores()
-    cutoff = format_instant(utc_now() - timedelta(seconds=get_settings().sweep_after_seconds))
-    pending = list(jobs.pending_before(cutoff, MAX_PER_SHARD))
-    return len(pending), queue.send_many(pending) if pending else 0
+    return sweeping.sweep(
+        jobs,
+        queue,
+        now=utc_now(),
+        sweep_after=timedelta(seconds=get_settings().sweep_after_seconds),
+        limit=MAX_PER_SHARD,
+        has_time=lambda: context.get_remaining_time_in_millis() > TIME_MARGIN_MS,
+    )
 
 
 @cold_start.resume_collector_after_first_invocation
 @logger.inject_lambda_context(log_event=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:  # noqa: ARG001
-    found, sent = sweep()
-    metrics.add_metric("JobsRequeued", MetricUnit.Count, sent)
-    logger.info("swept", extra={"pending": found, "requeued": sent})
-    return {"pending": found, "requeued": sent}
+    result = sweep(context)
+    metrics.add_metric("JobsRequeued", MetricUnit.Count, result.sent)
+    log = logger.info if result.complete else logger.warning
+    log(
+        "swept" if result.complete else "sweep stopped before its timeout; the next run goes on",
+        extra={"due": result.due, "claimed": result.claimed, "requeued": result.sent},
+    )
+    return {"pending": result.due, "requeued": result.sent, "complete": result.complete}

@@ -130,6 +130,9 @@ class FakeLambdaContext:
         if not self.invoked_function_arn:
             self.invoked_function_arn = f"arn:aws:lambda:{REGION}:123456789012:function:{self.function_name}"
 
+    def get_remaining_time_in_millis(self) -> int:
+        return 10_000  # the template's default Timeout, untouched
+
 
 @dataclass
 class Reply:
@@ -521,4 +524,4 @@ def test_given_the_schedule_sample_then_the_sweeper_runs_and_reports_what_it_req
     stack: LocalStack,
 ) -> None:
     result = stack.invoke_function(SPECS["SweeperFunction"], load_event("sweep.json"))
-    assert result == {"pending": 0, "requeued": 0}
+    assert result == {"pending": 0, "requeued": 0, "complete": True}

@@ -18,6 +18,9 @@ class FakeLambdaContext:
     invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:kaibo-test"
     aws_request_id: str = "test-request"
 
+    def get_remaining_time_in_millis(self) -> int:
+        return 10_000  # the template's default Timeout, untouched
+
 
 @dataclass
 class Reply:

@@ -228,6 +228,49 @@ def test_given_a_lost_job_message_then_the_sweeper_requeues_it(
     get_settings.cache_clear()
 
 
+def test_given_pending_jobs_then_the_sweeper_moves_each_on_only_from_where_it_read_it(
+    own_tables: Any,
+) -> None:
+    from datetime import timedelta
+
+    from kaibo_core.clock import format_instant, parse_instant, utc_now
+    from kaibo_core.ids import job_id
+    from kaibo_core.models.jobs import EventLocation, JobRecord
+
+    store = DynamoJobStore(own_tables.dynamodb, own_tables.tables["JobsTable"])
+    created = utc_now() - timedelta(minutes=10)
+    project = ProjectId(new_project())
+    made = {}
+    for name in ("moved", "finished", "raced"):
+        job = JobRecord(
+            project_id=project,
+            id=job_id(),
+            status="queued",
+            events=(EventLocation(event_id="evt_x", stream="s", seq=1),),
+            created_at=format_instant(created),
+            updated_at=format_instant(created),
+        )
+        own_tables.dynamodb.transact_write_items(TransactItems=[store.put_action(job)])
+        made[name] = job.id
+    due = {job.job_id: job for job in store.pending_before(utc_now(), limit=100)}
+    assert set(due) == set(made.values())
+    assert {job.since for job in due.values()} == {format_instant(created)}
+    store.finish(project, made["finished"], [], format_instant(utc_now()))
+    later = utc_now() + timedelta(minutes=30)
+    assert store.postpone(due[made["raced"]], utc_now())  # another sweeper got there first
+
+    outcomes = {name: store.postpone(due[made[name]], later) for name in made}
+
+    assert outcomes == {"moved": True, "finished": False, "raced": False}
+    assert [job.job_id for job in store.pending_before(utc_now() + timedelta(seconds=1), 100)] == [
+        made["raced"]
+    ]
+    (moved,) = [
+        job for job in store.pending_before(later + timedelta(seconds=1), 100) if job.job_id == made["moved"]
+    ]
+    assert parse_instant(moved.since) == parse_instant(format_instant(later))
+
+
 def test_given_duplicates_of_a_job_delivered_concurrently_then_the_same_memories_are_made_once(
     handler_env: Any,
 ) -> None:

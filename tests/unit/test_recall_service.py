@@ -126,6 +126,30 @@ def test_given_the_memory_item_disagrees_with_its_postings_then_the_item_decides
     assert ids(memories.recall("release target")) == [kept.id]
 
 
+def test_given_postings_read_before_structuring_and_the_item_after_then_the_replacement_answers(
+    memories: Memories,
+) -> None:
+    """Never neither: the question's postings held only the provisional memory (its structured
+    replacement was not indexed yet), and by the time its item was read it was ``replaced``."""
+    provisional = memories.add("The quarterly budget review moved to Thursday.")
+    memories.add("Lunch is on Friday.")
+    structured = MemoryRecord(
+        **{
+            **_fields(provisional),
+            "id": f"{provisional.id}-1",
+            "status": "active",
+            "type": "fact",
+            "replaces": provisional.id,
+        }
+    )
+    memories.store.replace(structured)  # the item only: no postings
+    memories.store.replace(
+        MemoryRecord(**{**_fields(provisional), "status": "replaced", "replaced_by": (structured.id,)})
+    )
+
+    assert ids(memories.recall("When is the quarterly budget review?")) == [structured.id]
+
+
 def _fields(memory: MemoryRecord) -> dict[str, Any]:
     return {name: getattr(memory, name) for name in MemoryRecord.__dataclass_fields__}
 

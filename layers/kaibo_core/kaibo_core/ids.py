@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from datetime import UTC, datetime
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
@@ -23,6 +24,21 @@ def _base32(number: int, length: int) -> str:
 def new_id(prefix: str) -> str:
     millis = time.time_ns() // 1_000_000
     return f"{prefix}_{_base32(millis, 10)}{_base32(secrets.randbits(80), 16)}"
+
+
+def issued_at(identifier: str) -> datetime:
+    """When ``new_id`` made ``identifier`` (to the millisecond), from its time part."""
+    _, _, body = identifier.rpartition("_")
+    if len(body) != 26:
+        raise ValueError(f"not a Kaibo id: {identifier!r}")
+    millis = 0
+    for char in body[:10]:
+        digit = _CROCKFORD.find(char)
+        if digit < 0:
+            raise ValueError(f"not a Kaibo id: {identifier!r}")
+        millis = millis * 32 + digit
+    seconds, remainder = divmod(millis, 1000)
+    return datetime.fromtimestamp(seconds, UTC).replace(microsecond=remainder * 1000)
 
 
 def event_id() -> str:

@@ -1,9 +1,10 @@
 """Structuring jobs in DynamoDB (kaibo_core.models.jobs).
 
 Jobs table: ``pk = project#jobId``. A job not yet finished also carries
-``pendingPk = pending#<shard>`` and ``pendingSk = <createdAt>#<project>#<jobId>``,
-the keys of the sparse PendingJobs index the sweeper reads; finishing a job
-removes them. The job item is first written inside remember's transaction
+``pendingPk = pending#<shard>`` and ``pendingSk = <since>#<project>#<jobId>``,
+the keys of the sparse PendingJobs index the sweeper reads (``since``: the job's
+``createdAt``, moved on by each re-queue, kaibo_core.services.sweeping); finishing
+a job removes them. The job item is first written inside remember's transaction
 (``put_action``), so it exists exactly when its events do.
 """
 
@@ -11,13 +12,16 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import ClientError
 
 from kaibo_core import storage_keys
 from kaibo_core.adapters.dynamodb_values import Item, key, n, s, string_list, strings
+from kaibo_core.clock import format_instant
 from kaibo_core.models.jobs import EventLocation, JobRecord
+from kaibo_core.services.sweeping import PendingJob
 from kaibo_core.storage_keys import ProjectId
 
 if TYPE_CHECKING:
@@ -29,6 +33,10 @@ PENDING_JOBS_INDEX: Final = "PendingJobs"
 
 def pending_shard(job_id: str) -> int:
     return zlib.crc32(job_id.encode("utf-8")) % storage_keys.PENDING_JOB_SHARDS
+
+
+def _pending_sort_key(since: str, project: str, job_id: str) -> str:
+    return f"{since}#{project}#{job_id}"
 
 
 def job_item(job: JobRecord) -> Item:
@@ -49,7 +57,7 @@ def job_item(job: JobRecord) -> Item:
     }
     if job.status in {"queued", "structuring"}:
         item["pendingPk"] = s(storage_keys.pending_jobs_partition(pending_shard(job.id)))
-        item["pendingSk"] = s(f"{job.created_at}#{job.project_id}#{job.id}")
+        item["pendingSk"] = s(_pending_sort_key(job.created_at, job.project_id, job.id))
     if job.error is not None:
         item["error"] = s(job.error)
     return item
@@ -155,20 +163,40 @@ class DynamoJobStore:
             if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
 
-    def pending_before(self, cutoff: str, limit: int) -> Iterator[tuple[ProjectId, str]]:
-        """(project, job id) of unfinished jobs created before ``cutoff``, oldest first per shard."""
+    def pending_before(self, cutoff: datetime, limit: int) -> Iterator[PendingJob]:
+        """Unfinished jobs whose place in the sweeper's list is before ``cutoff``, oldest first per
+        shard, at most ``limit`` per shard."""
         for shard in range(storage_keys.PENDING_JOB_SHARDS):
-            query: dict[str, Any] = {
-                "TableName": self._table,
-                "IndexName": PENDING_JOBS_INDEX,
-                "KeyConditionExpression": "pendingPk = :p AND pendingSk < :cutoff",
-                "ExpressionAttributeValues": {
+            response = self._client.query(
+                TableName=self._table,
+                IndexName=PENDING_JOBS_INDEX,
+                KeyConditionExpression="pendingPk = :p AND pendingSk < :cutoff",
+                ExpressionAttributeValues={
                     ":p": s(storage_keys.pending_jobs_partition(shard)),
-                    ":cutoff": s(cutoff),
+                    ":cutoff": s(format_instant(cutoff)),
                 },
-                "Limit": limit,
-            }
-            response = self._client.query(**query)
+                Limit=limit,
+            )
             for item in response.get("Items", []):
-                _, project, job_id = item["pendingSk"]["S"].rsplit("#", 2)
-                yield ProjectId(project), job_id
+                since, project, job_id = item["pendingSk"]["S"].rsplit("#", 2)
+                yield PendingJob(ProjectId(project), job_id, since)
+
+    def postpone(self, job: PendingJob, since: datetime) -> bool:
+        """Move ``job`` to ``since`` in the sweeper's list, only if it is still unfinished and
+        still where it was read (finishing removes it; another sweeper may have moved it)."""
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=key(storage_keys.job_key(job.project, job.job_id)),
+                UpdateExpression="SET pendingSk = :next",
+                ConditionExpression="pendingSk = :seen",
+                ExpressionAttributeValues={
+                    ":next": s(_pending_sort_key(format_instant(since), job.project, job.job_id)),
+                    ":seen": s(_pending_sort_key(job.since, job.project, job.job_id)),
+                },
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True

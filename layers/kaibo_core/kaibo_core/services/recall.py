@@ -104,6 +104,7 @@ class RecallStats:
     truncated_terms: int = 0
     candidates: int = 0
     fetched: int = 0
+    replacements_fetched: int = 0  # structured memories read for a replaced provisional one
     authority_dropped: int = 0
     duplicates_collapsed: int = 0
     selected: int = 0
@@ -162,7 +163,9 @@ class RecallService:
             return answer.abstain(reason, on_candidates), stats
 
         top = candidates[: params.fetch_count(request.budget)]
-        found = one_of_each_pair(self._memories.get_many(project, [c.memory_id for c in top]))
+        found = self._memories.get_many(project, [c.memory_id for c in top])
+        top, found = self._with_replacements(project, top, found, stats)
+        found = one_of_each_pair(found)
         stats.fetched = len(found)
         confirmed = _authoritative(top, found, filters, weights, corpus, params.bm25)
         ranked = [c.ranked for c in confirmed]
@@ -186,6 +189,34 @@ class RecallService:
             _item(found[p.memory_id], p.form, p.text, p.tokens, scores[p.memory_id]) for p in packing.items
         ]
         return answer.answered(items, packing.used_tokens), stats
+
+    def _with_replacements(
+        self,
+        project: ProjectId,
+        top: list[Candidate],
+        found: dict[str, MemoryRecord],
+        stats: RecallStats,
+    ) -> tuple[list[Candidate], dict[str, MemoryRecord]]:
+        """``top`` and ``found`` with the replacements ``replacements_to_fetch`` names, read in one
+        more request (only then) and rescored like every candidate, from their items."""
+        missing = replacements_to_fetch(found)
+        if not missing:
+            return top, found
+        more = self._memories.get_many(project, missing)
+        stats.replacements_fetched = len(more)
+        extra = [Candidate(memory_id, 0.0, frozenset(), 0) for memory_id in missing if memory_id in more]
+        return [*top, *extra], {**found, **more}
+
+
+def replacements_to_fetch(found: Mapping[str, MemoryRecord]) -> list[str]:
+    """The structured memories that replaced a fetched provisional memory, when none of them was
+    fetched with it: its postings were read before structuring indexed them, its item after the
+    switch, so without them recall would show neither of the pair."""
+    missing: list[str] = []
+    for memory in found.values():
+        if memory.status == "replaced" and not any(m in found for m in memory.replaced_by):
+            missing.extend(m for m in memory.replaced_by if m not in missing)
+    return missing
 
 
 def one_of_each_pair(found: dict[str, MemoryRecord]) -> dict[str, MemoryRecord]:
