@@ -462,31 +462,6 @@ def tracked() -> tuple[int, int]:
     return len(getattr(Item, "instances_tracked")), len(getattr(Table, "instances_tracked"))  # noqa: B009
 
 
-def test_a_transaction_leaves_no_undo_copies_in_motos_model_tracker() -> None:
-    """moto keeps every model instance it creates in ``instances_tracked``; the copies a
-    transaction keeps to undo its writes must not stay there (memory would grow with every one)."""
-    direct, transacted = fresh_backend(), fresh_backend()
-
-    before = tracked()
-    direct.put_item("t", {**key("c"), "n": n(3)})
-    direct.update_item("t", key("a"), "SET n = :one", {}, {":one": n(1)})
-    direct.delete_item("t", key("b"))
-    growth_of_the_writes = tuple(after - was for after, was in zip(tracked(), before, strict=True))
-
-    before = tracked()
-    emulator.transact_write_items(
-        transacted,
-        [
-            put_action("t", "c", n=n(3)),
-            update("t", "a", "SET n = :one", **ONE),
-            {"Delete": {"TableName": "t", "Key": key("b")}},
-        ],
-    )
-    growth_of_the_transaction = tuple(after - was for after, was in zip(tracked(), before, strict=True))
-
-    assert growth_of_the_transaction == growth_of_the_writes
-
-
 # --- DynamoDB's transaction limits ---------------------------------------------------------------
 
 

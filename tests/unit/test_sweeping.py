@@ -10,10 +10,10 @@ import pytest
 
 from kaibo_core import ids
 from kaibo_core.clock import format_instant, parse_instant
+from kaibo_core.models.jobs import PendingJob
 from kaibo_core.services.sweeping import (
     MAX_SWEEP_WAIT,
     SEND_BATCH,
-    PendingJob,
     next_since,
     sweep,
 )

@@ -20,8 +20,7 @@ from botocore.exceptions import ClientError
 from kaibo_core import storage_keys
 from kaibo_core.adapters.dynamodb_values import Item, key, n, s, string_list, strings
 from kaibo_core.clock import format_instant
-from kaibo_core.models.jobs import EventLocation, JobRecord
-from kaibo_core.services.sweeping import PendingJob
+from kaibo_core.models.jobs import EventLocation, JobRecord, PendingJob
 from kaibo_core.storage_keys import ProjectId
 
 if TYPE_CHECKING:

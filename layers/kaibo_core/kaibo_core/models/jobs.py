@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from kaibo_core.storage_keys import ProjectId
+
 JobStatus = Literal["queued", "structuring", "done", "failed"]
 #: Attempts at a job before it is marked failed (the queue's maxReceiveCount agrees).
 MAX_JOB_ATTEMPTS: Final = 5
@@ -55,3 +57,12 @@ class JobRecord:
         if self.error is not None:
             served["error"] = self.error
         return served
+
+
+@dataclass(frozen=True, slots=True)
+class PendingJob:
+    """An unfinished job as the sweeper's list (the PendingJobs index) holds it."""
+
+    project: ProjectId
+    job_id: str
+    since: str  # the instant of its place in the list, as stored (RFC 3339, UTC)

@@ -24,19 +24,13 @@ from itertools import islice
 from typing import Final, Protocol
 
 from kaibo_core.ids import issued_at
+from kaibo_core.models.jobs import PendingJob
 from kaibo_core.storage_keys import ProjectId
 
 #: The longest a job that stays unfinished waits between two re-queues.
 MAX_SWEEP_WAIT: Final = timedelta(hours=6)
 #: Re-queued per batch of messages (SQS's SendMessageBatch limit).
 SEND_BATCH: Final = 10
-
-
-@dataclass(frozen=True, slots=True)
-class PendingJob:
-    project: ProjectId
-    job_id: str
-    since: str  # the instant of its place in the list, as stored (RFC 3339, UTC)
 
 
 class PendingJobs(Protocol):
