@@ -2,7 +2,7 @@
 #
 #   make run      the whole service locally: emulator, tables, HTTP front on $PORT (default 3000)
 #   make test     lint + types + every test (what CI runs)
-#   make lint     ruff (lint + format check) and mypy
+#   make lint     import contracts (docs/architecture.md), ruff (lint + format check) and mypy
 #   make bench    benchmarks (tables, not tests): bench/remember.py; QUICK=1 for a short run
 #   make bench-recall-quality   recall quality on LoCoMo next to a BM25 reference (bench/recall_quality.py)
 #   make bench-recall-cost  recall's reads, read units, CPU and hit rate at 1k/10k/100k memories (QUICK=1, PROFILE=1)
@@ -41,6 +41,7 @@ run: venv
 	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) -m kaibo_local
 
 lint: venv
+	PYTHONPATH=$(CURDIR):$(CURDIR)/layers/kaibo_core $(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy layers/kaibo_core/kaibo_core functions clients/python/kaibo local tests bench

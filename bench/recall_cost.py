@@ -30,14 +30,11 @@ import contextlib
 import cProfile
 import gc
 import http.client
-import importlib.metadata
 import io
 import itertools
 import json
-import math
 import multiprocessing
 import os
-import platform
 import pstats
 import random
 import statistics
@@ -60,38 +57,46 @@ sys.path[:0] = [p for p in (str(ROOT), str(ROOT / "local")) if p not in sys.path
 import botocore.session
 from botocore.awsrequest import AWSHTTPConnection
 
-from kaibo_core import storage_keys
+from bench.common import (
+    REGION,
+    CellStyle,
+    Report,
+    heads_index_units,
+    machine,
+    moto_dynamodb_backend,
+    percentile,
+    process_memory_mb,
+    progress,
+    read_units,
+    total,
+    update_size,
+    use_fake_aws,
+    write_units,
+)
 from kaibo_core.adapters.aws import dynamodb_client, dynamodb_reads
-from kaibo_core.adapters.dynamodb_direct import DirectDynamoReads
 from kaibo_core.adapters.dynamodb_events import DynamoEventStore
 from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
 from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore, memory_item, posting_item
 from kaibo_core.adapters.dynamodb_values import Item, item_size, key, n
-from kaibo_core.clock import format_instant
-from kaibo_core.indexing import CORPUS_SHARDS, DF_SHARDS, index_side, memory_terms, plan_index
-from kaibo_core.limits import MAX_EVENTS_PER_BATCH
-from kaibo_core.models.api import RecallRequest, RememberRequest
-from kaibo_core.models.memories import PROVISIONAL_CONFIDENCE, MemoryRecord, SourceEventRef
-from kaibo_core.provisional import PROVISIONAL_TYPE, provisional_memory_id
+from kaibo_core.adapters.sdk_speedups.direct_reads import DirectDynamoReads
+from kaibo_core.api.mapping import new_events, recall_body, recall_query
+from kaibo_core.api.models import RecallRequest, RememberRequest
+from kaibo_core.core import storage_keys
+from kaibo_core.core.clock import format_instant
+from kaibo_core.core.indexing import CORPUS_SHARDS, DF_SHARDS, index_side, memory_terms, plan_index
+from kaibo_core.core.limits import MAX_EVENTS_PER_BATCH
+from kaibo_core.core.models.memories import PROVISIONAL_CONFIDENCE, MemoryRecord, SourceEventRef
+from kaibo_core.core.provisional import PROVISIONAL_TYPE, provisional_memory_id
+from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.core.text import STOPWORDS, analyze, query_terms
 from kaibo_core.services.recall import RecallParams, RecallService
 from kaibo_core.services.remember import RememberService
-from kaibo_core.storage_keys import ProjectId
-from kaibo_core.text import STOPWORDS, analyze, query_terms
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
     from moto.dynamodb.models.table import Table
     from mypy_boto3_dynamodb import DynamoDBClient
-
-ACCOUNT: Final = "123456789012"  # moto's default account
-REGION: Final = "us-east-1"
-FAKE_AWS: Final = {
-    "AWS_ACCESS_KEY_ID": "kaibo-bench",
-    "AWS_SECRET_ACCESS_KEY": "kaibo-bench",
-    "AWS_DEFAULT_REGION": REGION,
-    "AWS_REGION": REGION,
-}
 
 # --- The synthetic corpus ------------------------------------------------------------------------
 
@@ -307,12 +312,6 @@ def memory_record(project: ProjectId, rng: random.Random, index: int, size: int,
 # walks every object it holds and is part of the CPU measured.
 
 
-def _moto_backend() -> Any:
-    from moto.dynamodb.models import dynamodb_backends  # noqa: PLC0415 - emulator process only
-
-    return dynamodb_backends[ACCOUNT][REGION]
-
-
 def _insert(table: Table, attributes: dict[str, Any]) -> None:
     """Store an item as moto's ``put_item`` would (same ``Item``), without its per-put overhead.
 
@@ -362,7 +361,7 @@ class Seeder:
     """
 
     def __init__(self, tables: dict[str, str]) -> None:
-        backend = _moto_backend()
+        backend = moto_dynamodb_backend()
         self._index: Table = backend.get_table(tables["TermIndexTable"])
         self._memories: Table = backend.get_table(tables["MemoriesTable"])
 
@@ -447,62 +446,6 @@ class Seeder:
             partition = self._index.items.get(hash_key)
             if partition:
                 self._index.items[hash_key] = dict(sorted(partition.items(), key=lambda kv: str(kv[0].value)))
-
-
-def install_partition_query() -> None:
-    """Make moto's table Query look at the queried partition only (same results, far faster).
-
-    moto 5.2.5's ``Table.query`` without an index lists and sorts *every item of the table*
-    (``all_items()``) and keeps those of the partition: seconds per Query with millions of
-    postings. The wrapper hands it the partition's items instead, for the duration of the call
-    (requests are serialized by the emulator, so the instance attribute is never shared).
-    Benchmark-only: installed in the benchmark's emulator process.
-    """
-    from moto.dynamodb.models.table import Table  # noqa: PLC0415 - emulator process only
-
-    original = Table.query
-
-    def query(self: Table, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
-        index_name = args[6] if len(args) > 6 else kwargs.get("index_name")
-        if index_name is not None or self.range_key_attr is None or hash_key is None:
-            return original(self, hash_key, *args, **kwargs)
-        partition = self.items.get(hash_key)
-        found = list(partition.values()) if partition else []
-        self.all_items = lambda: found  # type: ignore[method-assign]  # removed below
-        try:
-            return original(self, hash_key, *args, **kwargs)
-        finally:
-            del self.all_items
-
-    Table.query = query  # type: ignore[method-assign]
-
-
-#: Operations whose results the emulator process serializes with ``json.dumps`` (see below).
-FAST_SERIALIZED: Final = frozenset({"Query", "BatchGetItem"})
-
-
-def install_fast_serialization() -> None:
-    """Serialize Query and BatchGetItem results with ``json.dumps`` instead of moto's serializer.
-
-    moto 5.2.5 walks the response shape attribute by attribute (``moto.core.serialize``): ~0.4 s
-    for a Query of 400 postings, most of a recall's wall time. These results are already plain
-    wire-format data (``DynamoResult`` converted them), so their JSON is the same document. Results
-    holding bytes (binary attributes) fall back to moto's serializer. Benchmark-only.
-    """
-    from moto.dynamodb.responses import DynamoResult  # noqa: PLC0415 - emulator process only
-
-    original = DynamoResult.execute_result
-
-    def execute_result(self: DynamoResult, context: Any) -> Any:
-        if context.operation_model.name in FAST_SERIALIZED and isinstance(self.result, dict):
-            try:
-                body = json.dumps(self.result, separators=(",", ":"))
-            except TypeError:
-                return original(self, context)
-            return 200, {"Content-Type": "application/x-amz-json-1.0"}, body
-        return original(self, context)
-
-    DynamoResult.execute_result = execute_result  # type: ignore[method-assign,assignment]
 
 
 @dataclass(frozen=True)
@@ -596,7 +539,7 @@ class CorpusWorld:
         """Every stored item of ``project`` (memories and term index), in wire format."""
         from kaibo_local.emulator import dynamodb_lock  # noqa: PLC0415 - emulator process only
 
-        backend = _moto_backend()
+        backend = moto_dynamodb_backend()
         prefix = f"{project}#"
         found: dict[str, list[dict[str, Any]]] = {}
         with dynamodb_lock():
@@ -617,14 +560,12 @@ def emulator_main(connection: Connection) -> None:
     from kaibo_local.emulator import start_emulator  # noqa: PLC0415 - emulator process only
     from kaibo_local.template import create_tables, load_template  # noqa: PLC0415
 
-    os.environ.update(FAKE_AWS)
+    use_fake_aws()
     emulator = start_emulator()
     client = botocore.session.get_session().create_client(
         "dynamodb", endpoint_url=emulator.endpoint_url, region_name=REGION
     )
     tables = create_tables(cast("DynamoDBClient", client), load_template(), "bench")
-    install_partition_query()
-    install_fast_serialization()
     world: CorpusWorld | None = None
     connection.send({"endpoint": emulator.endpoint_url, "tables": tables})
     while True:
@@ -664,13 +605,8 @@ class EmulatorProcess:
 
     def memory_mb(self) -> tuple[float, float]:
         """The emulator process's resident set size and its peak (VmRSS, VmHWM), in MB."""
-        found: dict[str, float] = {}
-        with Path(f"/proc/{self._process.pid}/status").open() as status:
-            for line in status:
-                name, _, rest = line.partition(":")
-                if name in ("VmRSS", "VmHWM"):
-                    found[name] = int(rest.split()[0]) / 1024
-        return found.get("VmRSS", 0.0), found.get("VmHWM", 0.0)
+        assert self._process.pid is not None
+        return process_memory_mb(self._process.pid)
 
     def stop(self) -> None:
         with contextlib.suppress(OSError, EOFError):
@@ -682,20 +618,6 @@ class EmulatorProcess:
 
 
 # --- Counting DynamoDB requests with botocore event hooks -----------------------------------------
-
-#: Attributes the StreamHeads index projects (its keys, the table's keys, INCLUDE attributes).
-GSI_ATTRIBUTES: Final = frozenset({"headsPk", "headsSk", "pk", "seq", "headSeq", "headHash", "stream"})
-
-
-def read_units(size: int, consistent: bool) -> float:
-    """One read of ``size`` bytes: 1 unit per started 4 KB (strongly consistent), half otherwise;
-    never less than one unit (a read of nothing is billed the minimum)."""
-    return max(1, math.ceil(size / 4096)) * (1.0 if consistent else 0.5)
-
-
-def write_units(size: int, transactional: bool) -> int:
-    """One item written: 1 unit per started KB, twice that inside a transaction."""
-    return max(1, math.ceil(size / 1024)) * (2 if transactional else 1)
 
 
 @dataclass(frozen=True)
@@ -805,14 +727,9 @@ class DynamoMeter:
                 size = item_size(item)
                 writes[f"bytes:{part}"] += size
                 if table == self._events_table and "headsPk" in item:
-                    projected = item_size({k: v for k, v in item.items() if k in GSI_ATTRIBUTES})
-                    writes[f"wcu:{part}"] += write_units(projected, transactional=False)
+                    writes[f"wcu:{part}"] += heads_index_units(item)
             else:
-                names = spec.get("ExpressionAttributeNames", {})
-                values = spec.get("ExpressionAttributeValues", {})
-                size = item_size(spec["Key"]) + sum(
-                    item_size({names.get(name, name.lstrip(":")): value}) for name, value in values.items()
-                )
+                size = update_size(spec)
             writes[f"wcu:{part}"] += write_units(size, transactional=True)
             writes[f"actions:{part}:{kind}"] += 1
         if body.get("TransactItems"):
@@ -911,69 +828,14 @@ class GcMeter:
         return self.cpu, self.full
 
 
-def total(counts: dict[str, float], prefix: str) -> float:
-    return sum(value for name, value in counts.items() if name.startswith(prefix))
-
-
 # --- Output --------------------------------------------------------------------------------------
 
-
-_STARTED: Final = time.perf_counter()
-
-
-def progress(text: str) -> None:
-    sys.stderr.write(f"[{time.perf_counter() - _STARTED:6.1f} s] {text}\n")
-    sys.stderr.flush()
-
-
-class Report:
-    """Markdown on stdout."""
-
-    def line(self, text: str = "") -> None:
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-
-    def title(self, text: str, level: int = 2) -> None:
-        self.line()
-        self.line("#" * level + " " + text)
-        self.line()
-
-    def table(self, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
-        self.line("| " + " | ".join(headers) + " |")
-        self.line("| " + " | ".join("---" if i == 0 else "---:" for i in range(len(headers))) + " |")
-        for row in rows:
-            self.line("| " + " | ".join(_cell(value) for value in row) + " |")
-
-
-def _cell(value: object) -> str:
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        if value == 0:
-            return "0"
-        return f"{value:,.2f}" if abs(value) < 100 else f"{value:,.0f}"
-    return str(value)
-
-
-def percentile(values: Sequence[float], fraction: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)] if ordered else 0.0
+#: How this report writes values in its tables.
+CELLS: Final = CellStyle(zero="0")
 
 
 def size_name(size: int) -> str:
     return f"{size // 1000}k" if size % 1000 == 0 else str(size)
-
-
-def machine() -> str:
-    cpu = "unknown CPU"
-    with contextlib.suppress(OSError), Path("/proc/cpuinfo").open() as info:
-        cpu = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), cpu)
-    versions = ", ".join(f"{name} {importlib.metadata.version(name)}" for name in ("moto", "botocore"))
-    system = f"{platform.system()} {platform.release()}, Python {platform.python_version()}"
-    return f"{os.cpu_count()} cores ({cpu}), {system}, {versions}"
 
 
 # --- 1. The seeder against the real index_new -----------------------------------------------------
@@ -1074,14 +936,15 @@ def run_recalls(
     meter, connections, collector = harness.meter, harness.connections, harness.collector
     samples: list[RecallSample] = []
     for question in questions:
-        request = RecallRequest(question=question.text, budget=BUDGET)
+        query = recall_query(RecallRequest(question=question.text, budget=BUDGET))
         before = meter.snapshot()
         first_query = len(meter.query_sizes)
         connects, connect_cpu = connections.snapshot()
         gc_cpu, full_collections = collector.snapshot()
         wall = time.perf_counter()
         cpu = time.process_time()
-        answer, stats = service.recall(project, request)
+        found, stats = service.recall(project, query)
+        answer = recall_body(found)  # the JSON body, as the handler builds it
         cpu = time.process_time() - cpu
         wall = time.perf_counter() - wall
         connects_after, connect_cpu_after = connections.snapshot()
@@ -1216,9 +1079,9 @@ def profile_text(
 ) -> str:
     main = cProfile.Profile(time.thread_time)
     for question in questions:
-        request = RecallRequest(question=question.text, budget=BUDGET)
+        query = recall_query(RecallRequest(question=question.text, budget=BUDGET))
         main.enable()
-        service.recall(project, request)
+        recall_body(service.recall(project, query)[0])
         main.disable()
     out = io.StringIO()
     stats = pstats.Stats(main, stream=out)
@@ -1270,6 +1133,23 @@ def profile_size(sizes: Sizes) -> int:
 
 def report_recalls(results: Sequence[SizeResult], report: Report) -> dict[str, Any]:
     report.title(f"2. Recall cost per project size (budget {BUDGET}, {len(results[0].samples)} recalls each)")
+    report_seeding(results, report)
+    report.line()
+    summaries = [r.summary() for r in results]
+    report_cost(summaries, report)
+    report.line()
+    report.line(
+        "Needle hit rate by kind (a hit: the needle's memory among the recalled items), and the read path:"
+    )
+    report.line()
+    report_read_path(results, report)
+    report.line()
+    report_recall_notes(report)
+    return {"sizes": summaries}
+
+
+def report_seeding(results: Sequence[SizeResult], report: Report) -> None:
+    """The projects: what was seeded, how long it took, the emulator's memory."""
     report.table(
         ["memories", "postings", "df shard items", "seed s", "emulator RSS MB", "emulator peak MB"],
         [
@@ -1284,8 +1164,10 @@ def report_recalls(results: Sequence[SizeResult], report: Report) -> dict[str, A
             for r in results
         ],
     )
-    report.line()
-    summaries = [r.summary() for r in results]
+
+
+def report_cost(summaries: Sequence[dict[str, Any]], report: Report) -> None:
+    """Per project size: requests, items and bytes read, read units, CPU, wall time, hit rate."""
     report.table(
         [
             "memories",
@@ -1329,11 +1211,10 @@ def report_recalls(results: Sequence[SizeResult], report: Report) -> dict[str, A
             for s in summaries
         ],
     )
-    report.line()
-    report.line(
-        "Needle hit rate by kind (a hit: the needle's memory among the recalled items), and the read path:"
-    )
-    report.line()
+
+
+def report_read_path(results: Sequence[SizeResult], report: Report) -> None:
+    """Per project size: hit rate by needle kind, and what the recalls read."""
     report.table(
         [
             "memories",
@@ -1367,7 +1248,10 @@ def report_recalls(results: Sequence[SizeResult], report: Report) -> dict[str, A
             for r in results
         ],
     )
-    report.line()
+
+
+def report_recall_notes(report: Report) -> None:
+    """What the columns of section 2 mean and how they were measured."""
     for kind, description in NEEDLE_KINDS.items():
         report.line(f"- `{kind}`: {description}.")
     report.line(
@@ -1402,7 +1286,6 @@ def report_recalls(results: Sequence[SizeResult], report: Report) -> dict[str, A
         "(`gc.callbacks`), included in both; what the process held before the first recall is frozen "
         "(`gc.freeze()`), as the recall handler freezes what its import built."
     )
-    return {"sizes": summaries}
 
 
 def report_targets(results: Sequence[SizeResult], report: Report) -> dict[str, Any]:
@@ -1446,6 +1329,15 @@ def report_targets(results: Sequence[SizeResult], report: Report) -> dict[str, A
 def bench_writes(
     emulator: EmulatorProcess, client: DynamoDBClient, meter: DynamoMeter, sizes: Sizes, report: Report
 ) -> list[dict[str, Any]]:
+    rows = measure_writes(emulator, client, meter, sizes)
+    report_writes(rows, report)
+    return rows
+
+
+def measure_writes(
+    emulator: EmulatorProcess, client: DynamoDBClient, meter: DynamoMeter, sizes: Sizes
+) -> list[dict[str, Any]]:
+    """Sequential remembers of 1 and of ``MAX_EVENTS_PER_BATCH`` events: what they wrote, per event."""
     tables = emulator.tables
     service = RememberService(
         DynamoEventStore(client, tables["EventsTable"], tables["IdempotencyTable"]),
@@ -1465,9 +1357,8 @@ def bench_writes(
             }
             for _ in range(batch)
         ]
-        outcome = service.remember(
-            project, RememberRequest.model_validate({"stream": stream, "events": events})
-        )
+        request = RememberRequest.model_validate({"stream": stream, "events": events})
+        outcome = service.remember(project, stream, new_events(request))
         if outcome.appended != batch or outcome.index_failures or len(outcome.memories) != batch:
             raise RuntimeError(f"unexpected remember outcome: {outcome}")
 
@@ -1497,6 +1388,10 @@ def bench_writes(
                 "cancelled_transactions": c.get("errors:TransactionCanceledException", 0),
             }
         )
+    return rows
+
+
+def report_writes(rows: Sequence[dict[str, Any]], report: Report) -> None:
     report.title("4. Write units per remembered event (RememberService with the event and memory stores)")
     report.table(
         [
@@ -1542,7 +1437,6 @@ def bench_writes(
         "indexing of a batch never conflicts on a df shard here; on DynamoDB it can, and each retry costs "
         "its writes again)."
     )
-    return rows
 
 
 # --- Main -----------------------------------------------------------------------------------------
@@ -1552,7 +1446,7 @@ def run(sizes: Sizes, profile: bool, report: Report, direct: bool = True) -> dic
     progress("starting the emulator process ...")
     emulator = EmulatorProcess()
     try:
-        os.environ.update(FAKE_AWS)
+        use_fake_aws()
         os.environ["AWS_ENDPOINT_URL"] = emulator.endpoint
         client = dynamodb_client()
         meter = DynamoMeter(client, emulator.tables)
@@ -1564,7 +1458,7 @@ def run(sizes: Sizes, profile: bool, report: Report, direct: bool = True) -> dic
         harness = Harness(emulator, client, meter, ConnectionMeter(), GcMeter(), reads)
         tables = emulator.tables
         store = DynamoMemoryStore(client, tables["MemoriesTable"], tables["TermIndexTable"])
-        results: dict[str, Any] = {"machine": machine(), "sizes": list(sizes.projects)}
+        results: dict[str, Any] = {"machine": machine("moto", "botocore"), "sizes": list(sizes.projects)}
         results["seeder_check"] = check_seeder(emulator, store, report)
         progress("seeder check passed")
         # As the recall handler after its import (functions/recall/app.py): what exists now lives
@@ -1622,10 +1516,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.sizes:
         sizes = replace(sizes, projects=tuple(int(size) for size in args.sizes.split(",")))
     started = time.perf_counter()
-    report = Report()
+    report = Report(cells=CELLS)
     report.line(f"# Kaibo recall cost benchmark ({'quick' if args.quick else 'full'} run)")
     report.line()
-    report.line(f"On {machine()}.")
+    report.line(f"On {machine('moto', 'botocore')}.")
     results = run(sizes, args.profile, report, direct=args.reads == "direct")
     elapsed = time.perf_counter() - started
     report.line()

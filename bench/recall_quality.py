@@ -18,7 +18,7 @@ from template.yaml):
    ``RecallParams()`` (strategy ``smallest``) and with the same parameters but ``strategy="fill"``;
 3. ranks the same turns with plain BM25 (``bm25s`` 0.3.16, the reference configuration pinned
    below, one index over all five conversations) and packs them greedily in rank order with
-   ``kaibo_core.tokens.count_tokens``;
+   ``kaibo_core.core.tokens.count_tokens``;
 
 then reports, per budget and system, evidence recall (share of the gold evidence turns cited),
 cited-turn precision, citations per item, mean ``usedTokens`` and abstain rate, on categories 1-4
@@ -32,28 +32,25 @@ before any question is asked: recall then sees the structured memories, as a few
 remember, instead of the provisional ones. A structured memory cites its source event, so evidence is
 still read from the citations. The BM25 reference is the same in both modes.
 
-Speed (about 5 minutes on 2 cores instead of hours): two patches make moto 5.2.5 answer the same
-responses much faster while this script runs (``faster_moto``), and the four recalls of a question
-share one read of the term index and one fetch of each memory item (``CachedIndex``,
-``CachedMemories``; ``--no-read-cache`` reads afresh every time and gives the same figures).
+Speed (about 5 minutes on 2 cores instead of hours): the emulator's moto speed-ups
+(``kaibo_local.moto_speedups``: a Query reads only its partition, Query and BatchGetItem results are
+written in one ``json.dumps``; same answers as moto's) and the four recalls of a question share one
+read of the term index and one fetch of each memory item (``CachedIndex``, ``CachedMemories``;
+``--no-read-cache`` reads afresh every time and gives the same figures).
 """
 
 # ruff: noqa: E402 - the project imports follow the sys.path set-up below, on purpose.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import importlib.metadata
 import json
-import os
-import platform
 import re
-import secrets
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -65,35 +62,27 @@ ROOT: Final = Path(__file__).resolve().parents[1]
 sys.path[:0] = [p for p in (str(ROOT), str(ROOT / "local")) if p not in sys.path]
 
 import snowballstemmer
-from moto.core.serialize import BaseJSONSerializer
-from moto.dynamodb.models.table import Table as MotoTable
 
-from kaibo_core.adapters.aws import dynamodb_client
+from bench.common import emulator_speedups, local_tables, machine, markdown_table, progress
 from kaibo_core.adapters.dynamodb_events import DynamoEventStore
 from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
 from kaibo_core.adapters.dynamodb_jobs import DynamoJobStore
 from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore
 from kaibo_core.adapters.dynamodb_structuring import DynamoStructuringStore
-from kaibo_core.clock import format_instant
-from kaibo_core.embedded import RecordingQueue
-from kaibo_core.ids import project_id
-from kaibo_core.limits import MAX_EVENTS_PER_BATCH
-from kaibo_core.models.api import RecallRequest, RememberRequest
-from kaibo_core.models.memories import CorpusStats, MemoryRecord
-from kaibo_core.services.recall import (
-    MemoryReader,
-    RecallParams,
-    RecallService,
-    TermIndex,
-    TermReadLike,
-)
+from kaibo_core.api.mapping import new_events, recall_body, recall_query
+from kaibo_core.api.models import RecallRequest, RememberRequest
+from kaibo_core.core.clock import format_instant
+from kaibo_core.core.ids import project_id
+from kaibo_core.core.limits import MAX_EVENTS_PER_BATCH
+from kaibo_core.core.models.memories import CorpusStats, MemoryRecord, TermRead
+from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.core.structuring.rules import RuleStructurer
+from kaibo_core.core.tokens import count_tokens
+from kaibo_core.ports import MemoryReader, TermIndex
+from kaibo_core.runtime.embedded import RecordingQueue
+from kaibo_core.services.recall import RecallParams, RecallService
 from kaibo_core.services.remember import RememberService
 from kaibo_core.services.structuring import StructuringService, StructuringStats
-from kaibo_core.storage_keys import ProjectId
-from kaibo_core.structuring.rules import RuleStructurer
-from kaibo_core.tokens import count_tokens
-from kaibo_local.emulator import start_emulator
-from kaibo_local.template import create_tables, load_template
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -125,10 +114,8 @@ KAIBO_SMALLEST: Final = "Kaibo smallest"
 KAIBO_FILL: Final = "Kaibo fill"
 BM25_REFERENCE: Final = "BM25 reference"
 SYSTEMS: Final = (KAIBO_SMALLEST, KAIBO_FILL, BM25_REFERENCE)
-
-
-def progress(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+#: The packages whose versions the report names.
+PACKAGES: Final = ("moto", "bm25s", "numpy", "snowballstemmer")
 
 
 # --- The data ------------------------------------------------------------------------------------
@@ -273,105 +260,6 @@ def sample_questions(questions: Sequence[Question], limit: int | None) -> list[Q
 
 # --- Kaibo in-process against the emulator --------------------------------------------------------
 
-#: The moto release the two emulator speed-ups below were written for and checked against.
-MOTO_PATCHED_FOR: Final = "5.2.5"
-#: Attribute values whose fast serialization is compared with moto's own before it is trusted.
-SERIALIZER_CHECKS: Final = 20_000
-
-
-class _Partition:
-    """A moto table seen through one partition: ``all_items()`` holds only that partition's items."""
-
-    def __init__(self, table: Any, items: list[Any]) -> None:
-        self._table = table
-        self._items = items
-
-    def all_items(self) -> list[Any]:
-        return self._items
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._table, name)
-
-
-_SCALAR_TYPES: Final = {"S": str, "N": str, "BOOL": bool, "NULL": bool}
-
-
-def _plain_attribute_value(value: object) -> bool:
-    """Is ``value`` an AttributeValue already in wire form (``{"S": "x"}``, ``{"L": [...]}``; no blobs)?"""
-    if not isinstance(value, dict) or len(value) != 1:
-        return False
-    ((kind, inner),) = value.items()
-    if kind in _SCALAR_TYPES:
-        return isinstance(inner, _SCALAR_TYPES[kind])
-    if kind in ("SS", "NS"):
-        return isinstance(inner, list) and all(isinstance(v, str) for v in inner)
-    if kind == "L":
-        return isinstance(inner, list) and all(_plain_attribute_value(v) for v in inner)
-    if kind == "M":
-        return isinstance(inner, dict) and all(_plain_attribute_value(v) for v in inner.values())
-    return False
-
-
-@contextlib.contextmanager
-def faster_moto() -> Iterator[list[str]]:
-    """Two speed-ups of the emulator in this process, while the benchmark runs; same responses.
-
-    moto 5.2.5 spends nearly all of a recall's time in two places:
-
-    1. ``Table.query`` sorts *all* items of the table (``Table.all_items``) and keeps those of the
-       queried partition: O(table) per Query, about a third of a second per term once the term index
-       holds the postings of 2,760 turns. The patch hands moto's own ``Table.query`` a view of the
-       table whose ``all_items()`` is just the partition, sorted as ``all_items`` sorts: same items,
-       limits and ``LastEvaluatedKey``, O(partition). Index queries and tables without a sort key
-       are left alone.
-    2. Its generic response serializer walks every member of the ``AttributeValue`` shape for every
-       attribute of every item (~2.5 ms per item: 87 % of the server's time in recall). Items are
-       already in wire form (``{"S": "x"}``), so such values are copied through as they are. The
-       first ``SERIALIZER_CHECKS`` values are also serialized moto's way and compared; a difference
-       stops the benchmark.
-
-    Applied only for moto ``MOTO_PATCHED_FOR`` (otherwise nothing is patched: slow, still correct).
-    Yields what was patched.
-    """
-    version = importlib.metadata.version("moto")
-    if version != MOTO_PATCHED_FOR:
-        progress(f"moto {version}, not {MOTO_PATCHED_FOR}: the emulator is not sped up (recall will be slow)")
-        yield []
-        return
-    original_query = MotoTable.query
-    original_structure = BaseJSONSerializer._serialize_type_structure
-    checks_left = [SERIALIZER_CHECKS]
-
-    def query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
-        index_name = kwargs.get("index_name", args[6] if len(args) > 6 else None)
-        if index_name is None and hash_key is not None and self.range_key_attr:
-            partition = self.items.get(hash_key, {})
-            self = _Partition(self, sorted(partition.values(), key=lambda item: item.range_key))
-        return original_query(self, hash_key, *args, **kwargs)
-
-    def structure(self: Any, serialized: Any, value: Any, shape: Any, key: str) -> None:
-        if key and shape.name == "AttributeValue" and _plain_attribute_value(value):
-            name = self.get_serialized_name(shape, key)
-            if checks_left[0] > 0:
-                checks_left[0] -= 1
-                expected: dict[str, Any] = {}
-                original_structure(self, expected, value, shape, key)
-                if expected.get(name) != value:
-                    raise RuntimeError(
-                        f"fast AttributeValue serialization differs: {value!r} vs {expected!r}"
-                    )
-            serialized[name] = value
-            return
-        original_structure(self, serialized, value, shape, key)
-
-    MotoTable.query = query  # type: ignore[method-assign]
-    BaseJSONSerializer._serialize_type_structure = structure  # type: ignore[method-assign]
-    try:
-        yield ["Query reads only its partition", "wire-form AttributeValues copied through (checked)"]
-    finally:
-        MotoTable.query = original_query  # type: ignore[method-assign]
-        BaseJSONSerializer._serialize_type_structure = original_structure  # type: ignore[method-assign]
-
 
 class CachedIndex:
     """The term index, read once per question: the four recalls of a question (two budgets, two
@@ -379,11 +267,11 @@ class CachedIndex:
 
     def __init__(self, index: TermIndex) -> None:
         self._index = index
-        self._last: tuple[tuple[object, ...], tuple[Sequence[TermReadLike], CorpusStats]] | None = None
+        self._last: tuple[tuple[object, ...], tuple[Sequence[TermRead], CorpusStats]] | None = None
 
     def read(
         self, project: ProjectId, terms: Sequence[str], limit: int, history: bool
-    ) -> tuple[Sequence[TermReadLike], CorpusStats]:
+    ) -> tuple[Sequence[TermRead], CorpusStats]:
         key = (project, tuple(terms), limit, history)
         if self._last is None or self._last[0] != key:
             self._last = (key, self._index.read(project, terms, limit, history))
@@ -403,14 +291,6 @@ class CachedMemories:
         if missing:
             self._found.update(self._memories.get_many(project, missing))
         return {memory_id: self._found[memory_id] for memory_id in wanted if memory_id in self._found}
-
-
-FAKE_AWS_ENV: Final = {
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_REGION": "us-east-1",
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-}
 
 
 @dataclass(frozen=True)
@@ -511,7 +391,7 @@ class Kaibo:
                     ],
                 }
             )
-            outcome = self._remember.remember(self.project, request)
+            outcome = self._remember.remember(self.project, request.stream, new_events(request))
             if self.structured:
                 if outcome.job_id is None or not outcome.job_created:
                     raise RuntimeError(f"remember created no structuring job in {stream}")
@@ -524,9 +404,9 @@ class Kaibo:
                 self.turn_of_event[event.record.id] = event.record.idempotency_key
 
     def answer(self, service: RecallService, question: str, budget: int) -> Answer:
-        body, _stats = service.recall(
-            self.project, RecallRequest.model_validate({"question": question, "budget": budget})
-        )
+        query = recall_query(RecallRequest.model_validate({"question": question, "budget": budget}))
+        answer, _stats = service.recall(self.project, query)
+        body = recall_body(answer)
         items: list[dict[str, Any]] = body["items"]
         citations = [c["eventId"] for item in items for c in item["citations"]]
         unknown = [event for event in citations if event not in self.turn_of_event]
@@ -702,19 +582,6 @@ def group_metrics(pairs: Sequence[tuple[Question, Answer]]) -> dict[str, Metrics
 
 def _fmt(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
-
-
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
-
-    def line(cells: Sequence[str]) -> str:
-        padded = [
-            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ]
-        return "| " + " | ".join(padded) + " |"
-
-    rule = "|" + "|".join(("-" * (w + 1) + ":") if i else ("-" * (w + 2)) for i, w in enumerate(widths)) + "|"
-    return [line(headers), rule, *(line(row) for row in rows)]
 
 
 def budget_tables(budget: int, results: dict[str, dict[str, Metrics]]) -> list[str]:
@@ -896,19 +763,6 @@ def per_question(
 # --- Main -----------------------------------------------------------------------------------------
 
 
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        with Path("/proc/cpuinfo").open() as info:
-            cpu = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), cpu)
-    except OSError:
-        pass
-    versions = ", ".join(
-        f"{name} {importlib.metadata.version(name)}" for name in ("moto", "bm25s", "numpy", "snowballstemmer")
-    )
-    return f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, {versions}"
-
-
 def structuring_header(kaibo: Kaibo) -> str:
     """The header line of ``--structured``: what structuring did before the questions."""
     stats = kaibo.structuring
@@ -950,7 +804,7 @@ def parse_budgets(text: str) -> tuple[int, ...]:
     return budgets
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def argument_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument(
         "--data", type=Path, default=DEFAULT_DATA, help="locomo-dev.json (default: %(default)s)"
@@ -978,8 +832,184 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="N",
         help="override RecallParams.postings_per_term (experiments; the frozen value is the default)",
     )
-    args = parser.parse_args(argv)
-    structured: bool = args.structured
+    return parser
+
+
+#: Every system's answers per budget: budget -> system -> (question, answer) in question order.
+Answers = dict[int, dict[str, list[tuple[Question, Answer]]]]
+
+
+@dataclass
+class Evaluation:
+    """One run: what was asked, of what, with which settings, what came back, and how long it took."""
+
+    data_path: Path
+    data: Locomo
+    questions: list[Question]
+    limit_questions: int | None
+    budgets: tuple[int, ...]
+    params: RecallParams  # Kaibo smallest; Kaibo fill is the same with strategy="fill"
+    cache_reads: bool
+    structured: bool
+    kaibo: Kaibo
+    answers: Answers
+    results: dict[int, dict[str, dict[str, Metrics]]]
+    verdicts: list[Check]
+    seconds: dict[str, float]  # wall, remember, recall (and structure with --structured)
+
+
+@dataclass
+class KaiboRun:
+    kaibo: Kaibo
+    answers: list[QuestionAnswers]
+    seconds: dict[str, float]
+
+
+def run_kaibo(
+    data: Locomo,
+    questions: Sequence[Question],
+    budgets: Sequence[int],
+    params: RecallParams,
+    *,
+    cache_reads: bool,
+    structured: bool,
+) -> KaiboRun:
+    """Remember every turn (and structure, with ``structured``), then recall every question with
+    ``params`` and with the same but ``strategy="fill"``, against the emulator in this process."""
+    with local_tables() as local:
+        kaibo = Kaibo(local.client, local.tables, cache_reads, structured)
+        loaded = time.perf_counter()
+        for done, (conversation, _number, turns) in enumerate(data.sessions, start=1):
+            kaibo.remember_session(conversation, turns)
+            if done % 20 == 0 or done == len(data.sessions):
+                elapsed = time.perf_counter() - loaded
+                progress(f"  remembered {done}/{len(data.sessions)} sessions ({elapsed:.0f} s)")
+        remember_seconds = time.perf_counter() - loaded
+        structure_seconds = kaibo.structure_all() if structured else 0.0
+        fill = replace(params, strategy="fill")
+        services = {KAIBO_SMALLEST: kaibo.service(params), KAIBO_FILL: kaibo.service(fill)}
+        recalling = time.perf_counter()
+        answers = recall_all(kaibo, services, questions, budgets)
+        recall_seconds = time.perf_counter() - recalling
+    seconds = {"remember": remember_seconds, "recall": recall_seconds}
+    return KaiboRun(kaibo, answers, seconds | ({"structure": structure_seconds} if structured else {}))
+
+
+def with_reference(
+    questions: Sequence[Question],
+    kaibo_answers: Sequence[QuestionAnswers],
+    bm25: Bm25Reference,
+    budgets: Sequence[int],
+) -> Answers:
+    """Kaibo's answers next to the BM25 reference's, per budget and system."""
+    answers: Answers = {budget: {system: [] for system in SYSTEMS} for budget in budgets}
+    for question, by_system in zip(questions, kaibo_answers, strict=True):
+        ranked = bm25.ranked(question.text)
+        for budget in budgets:
+            for system in (KAIBO_SMALLEST, KAIBO_FILL):
+                answers[budget][system].append((question, by_system[system][budget]))
+            answers[budget][BM25_REFERENCE].append((question, bm25.answer(ranked, budget)))
+    return answers
+
+
+def report_lines(run: Evaluation) -> list[str]:
+    """The report (markdown): settings, the tables per budget, the targets, the time taken."""
+    data, kaibo, seconds = run.data, run.kaibo, run.seconds
+    out: list[str] = [
+        "# Kaibo recall quality on LoCoMo (development conversations)"
+        + (", structured memories" if run.structured else ""),
+        "",
+        f"Data: {run.data_path} — {len({t.conversation for t in data.turns})} conversations, "
+        f"{len(data.turns)} turns, "
+        f"{len(run.questions)} of {len(data.questions)} questions"
+        + (f" (--limit-questions {run.limit_questions})" if len(run.questions) < len(data.questions) else "")
+        + ".",
+        f"Machine: {machine(*PACKAGES)}.",
+        f"Kaibo: one project, stream = conversation, RecallParams() = {run.params!r}; "
+        "'Kaibo fill' = the same with strategy='fill'.",
+        f"BM25 reference: bm25s {BM25S_VERSION}, method={BM25_METHOD!r}, k1={BM25_K1}, b={BM25_B}, "
+        f"tokens {BM25_TOKEN_PATTERN!r} lower-cased, bm25s' English stopwords, Snowball English stems; "
+        "ONE index over all five conversations' turns (as Kaibo's one project); documents 'speaker: text' "
+        "+ ' [image: caption]'; turns with a positive score packed in rank order while "
+        "count_tokens(text) fits what is left of the budget (no abstain: an empty answer only when no "
+        "turn shares a term with the question).",
+        "Emulator: moto's server on loopback in this process, sped up ("
+        + emulator_speedups()
+        + "); "
+        + (
+            "the term index read once per question and each memory item fetched once (nothing is "
+            "written while the questions run: the same answers as reading afresh)."
+            if run.cache_reads
+            else "every recall reads the index and the memory items afresh (--no-read-cache)."
+        ),
+        "Evidence recall: share of a question's gold evidence turns cited, averaged over the questions "
+        "with evidence (abstentions count 0); precision: cited gold / cited turns over the questions "
+        "citing >= 1 turn; mean usedTokens over all questions (abstentions count 0).",
+    ]
+    out[2:2] = [structuring_header(kaibo)] if run.structured else []
+    if data.dropped_evidence:
+        out.append(
+            f"Evidence ids dropped while normalising ({len(data.dropped_evidence)}): "
+            + ", ".join(data.dropped_evidence)
+            + "."
+        )
+    if kaibo.index_failures:
+        out.append(f"WARNING: {kaibo.index_failures} provisional memories failed to index (see stderr).")
+    out.append("")
+    for budget in run.budgets:
+        out.extend(budget_tables(budget, run.results[budget]))
+    out.extend(["## Targets", ""])
+    out.extend(f"- {'PASS' if c.passed else 'FAIL'}: {c.name} — {c.detail}" for c in run.verdicts)
+    out.extend(
+        [
+            "",
+            f"Wall time {seconds['wall']:.0f} s "
+            f"(remember {len(data.turns)} turns {seconds['remember']:.0f} s; "
+            + (
+                f"structure {len(kaibo.job_ids)} jobs {seconds['structure']:.0f} s; "
+                if run.structured
+                else ""
+            )
+            + f"Kaibo recall {len(run.questions)} questions x {len(run.budgets)} budgets x 2 strategies "
+            f"{seconds['recall']:.0f} s).",
+        ]
+    )
+    return out
+
+
+def results_json(run: Evaluation) -> dict[str, Any]:
+    """Every figure of the run, for ``--json``."""
+    return {
+        "data": str(run.data_path),
+        "turns": len(run.data.turns),
+        "questions": len(run.questions),
+        "recallParams": repr(run.params),
+        "bm25": {
+            "bm25s": BM25S_VERSION,
+            "method": BM25_METHOD,
+            "k1": BM25_K1,
+            "b": BM25_B,
+            "tokenPattern": BM25_TOKEN_PATTERN,
+            "stopwords": BM25_STOPWORDS,
+            "stemmer": f"snowball {BM25_STEMMER}",
+            "index": "one over all conversations",
+        },
+        "droppedEvidence": run.data.dropped_evidence,
+        "results": {
+            str(budget): {
+                system: {group: m.as_json() for group, m in by_group.items()}
+                for system, by_group in by_system.items()
+            }
+            for budget, by_system in run.results.items()
+        },
+        "targets": [{"name": c.name, "passed": c.passed, "detail": c.detail} for c in run.verdicts],
+        "perQuestion": per_question(run.answers, run.budgets),
+        "seconds": run.seconds,
+    } | (structuring_json(run.kaibo) if run.structured else {})
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = argument_parser().parse_args(argv)
     data_path: Path = args.data
     budgets: tuple[int, ...] = args.budgets
     if not data_path.is_file():
@@ -992,142 +1022,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     questions = sample_questions(data.questions, args.limit_questions)
     bm25 = Bm25Reference(data.turns)  # fails early (before the slow part) when bm25s is missing
     progress(f"{len(data.turns)} turns in {len(data.sessions)} sessions, {len(questions)} questions")
-
-    # Fake credentials, always: requests go to the local emulator only, and no real ones are needed.
-    os.environ.update(FAKE_AWS_ENV)
-    for name in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
-        os.environ.pop(name, None)
-    smallest_params = RecallParams()
+    params = RecallParams()
     if args.postings_per_term is not None:
-        smallest_params = replace(smallest_params, postings_per_term=args.postings_per_term)
-    fill_params = replace(smallest_params, strategy="fill")
+        params = replace(params, postings_per_term=args.postings_per_term)
     cache_reads = not args.no_read_cache
-    with faster_moto() as patched, start_emulator() as emulator:
-        os.environ["AWS_ENDPOINT_URL"] = emulator.endpoint_url
-        dynamodb_client.cache_clear()
-        client = dynamodb_client()
-        tables = create_tables(client, load_template(), secrets.token_hex(4))
-        kaibo = Kaibo(client, tables, cache_reads, structured)
-        loaded = time.perf_counter()
-        for done, (conversation, _number, turns) in enumerate(data.sessions, start=1):
-            kaibo.remember_session(conversation, turns)
-            if done % 20 == 0 or done == len(data.sessions):
-                elapsed = time.perf_counter() - loaded
-                progress(f"  remembered {done}/{len(data.sessions)} sessions ({elapsed:.0f} s)")
-        remember_seconds = time.perf_counter() - loaded
-        structure_seconds = kaibo.structure_all() if structured else 0.0
-        services = {KAIBO_SMALLEST: kaibo.service(smallest_params), KAIBO_FILL: kaibo.service(fill_params)}
-        recalling = time.perf_counter()
-        kaibo_answers = recall_all(kaibo, services, questions, budgets)
-        recall_seconds = time.perf_counter() - recalling
-    answers: dict[int, dict[str, list[tuple[Question, Answer]]]] = {
-        budget: {system: [] for system in SYSTEMS} for budget in budgets
-    }
-    for question, by_system in zip(questions, kaibo_answers, strict=True):
-        ranked = bm25.ranked(question.text)
-        for budget in budgets:
-            for system in (KAIBO_SMALLEST, KAIBO_FILL):
-                answers[budget][system].append((question, by_system[system][budget]))
-            answers[budget][BM25_REFERENCE].append((question, bm25.answer(ranked, budget)))
+    kaibo_run = run_kaibo(
+        data, questions, budgets, params, cache_reads=cache_reads, structured=args.structured
+    )
+    answers = with_reference(questions, kaibo_run.answers, bm25, budgets)
     results = {
         budget: {system: group_metrics(pairs) for system, pairs in by_system.items()}
         for budget, by_system in answers.items()
     }
     verdicts = checks(results)
-    wall = time.perf_counter() - started
-
-    out: list[str] = [
-        "# Kaibo recall quality on LoCoMo (development conversations)"
-        + (", structured memories" if structured else ""),
-        "",
-        f"Data: {data_path} — {len({t.conversation for t in data.turns})} conversations, "
-        f"{len(data.turns)} turns, "
-        f"{len(questions)} of {len(data.questions)} questions"
-        + (f" (--limit-questions {args.limit_questions})" if len(questions) < len(data.questions) else "")
-        + ".",
-        f"Machine: {machine()}.",
-        f"Kaibo: one project, stream = conversation, RecallParams() = {smallest_params!r}; "
-        "'Kaibo fill' = the same with strategy='fill'.",
-        f"BM25 reference: bm25s {BM25S_VERSION}, method={BM25_METHOD!r}, k1={BM25_K1}, b={BM25_B}, "
-        f"tokens {BM25_TOKEN_PATTERN!r} lower-cased, bm25s' English stopwords, Snowball English stems; "
-        "ONE index over all five conversations' turns (as Kaibo's one project); documents 'speaker: text' "
-        "+ ' [image: caption]'; turns with a positive score packed in rank order while "
-        "count_tokens(text) fits what is left of the budget (no abstain: an empty answer only when no "
-        "turn shares a term with the question).",
-        "Emulator: moto's server on loopback in this process, "
-        + ("sped up in this process (" + "; ".join(patched) + ")" if patched else "moto unpatched")
-        + "; "
-        + (
-            "the term index read once per question and each memory item fetched once (nothing is "
-            "written while the questions run: the same answers as reading afresh)."
-            if cache_reads
-            else "every recall reads the index and the memory items afresh (--no-read-cache)."
-        ),
-        "Evidence recall: share of a question's gold evidence turns cited, averaged over the questions "
-        "with evidence (abstentions count 0); precision: cited gold / cited turns over the questions "
-        "citing >= 1 turn; mean usedTokens over all questions (abstentions count 0).",
-    ]
-    out[2:2] = [structuring_header(kaibo)] if structured else []
-    if data.dropped_evidence:
-        out.append(
-            f"Evidence ids dropped while normalising ({len(data.dropped_evidence)}): "
-            + ", ".join(data.dropped_evidence)
-            + "."
-        )
-    if kaibo.index_failures:
-        out.append(f"WARNING: {kaibo.index_failures} provisional memories failed to index (see stderr).")
-    out.append("")
-    for budget in budgets:
-        out.extend(budget_tables(budget, results[budget]))
-    out.extend(["## Targets", ""])
-    out.extend(f"- {'PASS' if c.passed else 'FAIL'}: {c.name} — {c.detail}" for c in verdicts)
-    out.extend(
-        [
-            "",
-            f"Wall time {wall:.0f} s (remember {len(data.turns)} turns {remember_seconds:.0f} s; "
-            + (f"structure {len(kaibo.job_ids)} jobs {structure_seconds:.0f} s; " if structured else "")
-            + f"Kaibo recall {len(questions)} questions x {len(budgets)} budgets x 2 strategies "
-            f"{recall_seconds:.0f} s).",
-        ]
+    seconds = {"wall": time.perf_counter() - started} | kaibo_run.seconds
+    run = Evaluation(
+        data_path,
+        data,
+        questions,
+        args.limit_questions,
+        budgets,
+        params,
+        cache_reads,
+        args.structured,
+        kaibo_run.kaibo,
+        answers,
+        results,
+        verdicts,
+        seconds,
     )
-    print("\n".join(out))
+    print("\n".join(report_lines(run)))
     if args.json is not None:
-        args.json.write_text(
-            json.dumps(
-                {
-                    "data": str(data_path),
-                    "turns": len(data.turns),
-                    "questions": len(questions),
-                    "recallParams": repr(smallest_params),
-                    "bm25": {
-                        "bm25s": BM25S_VERSION,
-                        "method": BM25_METHOD,
-                        "k1": BM25_K1,
-                        "b": BM25_B,
-                        "tokenPattern": BM25_TOKEN_PATTERN,
-                        "stopwords": BM25_STOPWORDS,
-                        "stemmer": f"snowball {BM25_STEMMER}",
-                        "index": "one over all conversations",
-                    },
-                    "droppedEvidence": data.dropped_evidence,
-                    "results": {
-                        str(budget): {
-                            system: {group: m.as_json() for group, m in by_group.items()}
-                            for system, by_group in by_system.items()
-                        }
-                        for budget, by_system in results.items()
-                    },
-                    "targets": [{"name": c.name, "passed": c.passed, "detail": c.detail} for c in verdicts],
-                    "perQuestion": per_question(answers, budgets),
-                    "seconds": {"wall": wall, "remember": remember_seconds, "recall": recall_seconds}
-                    | ({"structure": structure_seconds} if structured else {}),
-                }
-                | (structuring_json(kaibo) if structured else {}),
-                indent=2,
-            )
-            + "\n",
-            encoding="utf-8",
-        )
+        args.json.write_text(json.dumps(results_json(run), indent=2) + "\n", encoding="utf-8")
     return 0
 
 

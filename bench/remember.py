@@ -31,11 +31,8 @@ import argparse
 import contextlib
 import gc
 import hashlib
-import importlib.metadata
 import json
-import math
 import os
-import platform
 import secrets
 import shutil
 import statistics
@@ -47,7 +44,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 # The handlers live in functions/ (repo root) and the local stack in local/: make the script run
@@ -55,18 +52,30 @@ ROOT: Final = Path(__file__).resolve().parents[1]
 sys.path[:0] = [p for p in (str(ROOT), str(ROOT / "local")) if p not in sys.path]
 
 from moto.dynamodb.exceptions import TransactionCanceledException
-from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.dynamo_type import Item as MotoItem
 
+from bench.common import (
+    Report,
+    heads_index_units,
+    machine,
+    moto_dynamodb_backend,
+    percentile,
+    process_memory_mb,
+    read_units,
+    real_stdout_only,
+    total,
+    write_units,
+)
 from kaibo.client import KaiboClient
 from kaibo_core.adapters.aws import dynamodb_client, sqs_client
 from kaibo_core.adapters.dynamodb_events import DynamoEventStore, item_size
-from kaibo_core.clock import format_instant, utc_now
-from kaibo_core.limits import MAX_EVENTS_PER_BATCH
-from kaibo_core.models.api import RememberRequest
-from kaibo_core.models.events import StreamHead
+from kaibo_core.api.mapping import new_events
+from kaibo_core.api.models import RememberRequest
+from kaibo_core.core.clock import format_instant, utc_now
+from kaibo_core.core.limits import MAX_EVENTS_PER_BATCH
+from kaibo_core.core.models.events import StreamHead
+from kaibo_core.core.storage_keys import ProjectId, events_pk, head_key
 from kaibo_core.services.remember import chain_records, plan_batch
-from kaibo_core.storage_keys import ProjectId, events_pk, head_key
 from kaibo_local.containers import DEFAULT_CONTAINERS
 from kaibo_local.emulator import dynamodb_lock
 from kaibo_local.gateway import LocalGateway, load_handler
@@ -78,8 +87,6 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs.literals import QueueAttributeNameType
 
-ACCOUNT: Final = "123456789012"  # moto's default account
-REGION: Final = "us-east-1"  # the local stack's region
 CLIENTS: Final = 8
 LATENCY_TARGET: Final = 1.5  # p(100k) / p(1k)
 #: Clients' timeout: under 8 concurrent clients, a remember waits for the emulator (DynamoDB
@@ -93,9 +100,9 @@ MESSAGE_TEXT: Final = (
     "owns the migration scripts; ask her before changing the schema. The customer asked "
     "for the export in CSV, not Excel, and wants it by the end of the month."
 )
-#: Attributes the StreamHeads index projects (its keys, the table's keys, INCLUDE attributes).
-GSI_ATTRIBUTES: Final = frozenset({"headsPk", "headsSk", "pk", "seq", "headSeq", "headHash", "stream"})
 RESULT_PREFIX: Final = "BENCH_RESULT "
+#: The packages whose versions the report names.
+PACKAGES: Final = ("moto", "boto3", "aws-lambda-powertools", "pydantic")
 
 
 @dataclass(frozen=True)
@@ -137,89 +144,8 @@ FULL: Final = Sizes(
 # --- Output --------------------------------------------------------------------------------------
 
 
-class Report:
-    """Plain-text tables on the real stdout (handlers print metrics to ``sys.stdout``)."""
-
-    def __init__(self, out: IO[str]) -> None:
-        self._out = out
-
-    def line(self, text: str = "") -> None:
-        self._out.write(text + "\n")
-        self._out.flush()
-
-    def title(self, text: str) -> None:
-        self.line()
-        self.line(text)
-        self.line("=" * len(text))
-
-    def table(self, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
-        cells = [[_cell(value) for value in row] for row in rows]
-        widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(headers)]
-        self.line(
-            "  ".join(
-                h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(headers, widths, strict=True))
-            )
-        )
-        self.line("  ".join("-" * w for w in widths))
-        for row in cells:
-            self.line(
-                "  ".join(
-                    c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
-                )
-            )
-
-
-def _cell(value: object) -> str:
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        return f"{value:,.2f}" if abs(value) < 100 else f"{value:,.0f}"
-    return str(value)
-
-
-def percentile(values: Sequence[float], fraction: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
-
-
 def verdict(ratio: float, target: float) -> str:
     return f"{ratio:.2f}x (target <= {target}x: {'met' if ratio <= target else 'MISSED'})"
-
-
-def memory_mb() -> tuple[float, float]:
-    """This process's resident set size and its peak (VmRSS, VmHWM), in MB."""
-    found: dict[str, float] = {}
-    with Path("/proc/self/status").open() as status:
-        for line in status:
-            name, _, rest = line.partition(":")
-            if name in ("VmRSS", "VmHWM"):
-                found[name] = int(rest.split()[0]) / 1024
-    return found.get("VmRSS", 0.0), found.get("VmHWM", 0.0)
-
-
-@contextlib.contextmanager
-def real_stdout_only() -> Iterator[IO[str]]:
-    """Send file descriptor 1 to /dev/null and yield a stream on the real stdout.
-
-    The handlers print their CloudWatch metrics (EMF) and logs to stdout, as on Lambda, in this
-    process and in the stack's worker processes (which inherit descriptor 1): keep them out of
-    the tables. stderr is left alone, so errors still show.
-    """
-    sys.stdout.flush()
-    saved = os.dup(1)
-    real = os.fdopen(os.dup(saved), "w", encoding="utf-8")
-    with Path(os.devnull).open("w") as sink:
-        os.dup2(sink.fileno(), 1)
-        try:
-            yield real
-        finally:
-            real.flush()
-            os.dup2(saved, 1)
-            os.close(saved)
-            real.close()
 
 
 # --- 1. Counting DynamoDB requests with botocore event hooks --------------------------------------
@@ -286,10 +212,9 @@ class DynamoMeter:
             size = item_size(item)
             amounts[f"items:{kind}"] = amounts.get(f"items:{kind}", 0) + 1
             amounts[f"bytes:{kind}"] = amounts.get(f"bytes:{kind}", 0) + size
-            amounts["wcu:transactional"] = amounts.get("wcu:transactional", 0) + 2 * math.ceil(size / 1024)
+            amounts["wcu:transactional"] = amounts.get("wcu:transactional", 0) + write_units(size, True)
             if kind == "head":
-                projected = item_size({k: v for k, v in item.items() if k in GSI_ATTRIBUTES})
-                amounts["wcu:index"] = amounts.get("wcu:index", 0) + math.ceil(projected / 1024)
+                amounts["wcu:index"] = amounts.get("wcu:index", 0) + heads_index_units(item)
         self._add(**amounts)
 
     def _before_send(self, **_: Any) -> None:
@@ -308,12 +233,8 @@ class DynamoMeter:
             amounts[f"errors:{code}"] = 1
         if model.name == "GetItem" and http_response.status_code == 200:
             # Items here are far below 4 KB: 1 RCU per strongly consistent GetItem.
-            amounts["rcu"] = max(1, math.ceil(item_size(parsed.get("Item") or {}) / 4096))
+            amounts["rcu"] = read_units(item_size(parsed.get("Item") or {}), consistent=True)
         self._add(**amounts)
-
-
-def _per(counts: dict[str, float], prefix: str) -> float:
-    return sum(value for name, value in counts.items() if name.startswith(prefix))
 
 
 # --- Driving remember over HTTP -------------------------------------------------------------------
@@ -385,50 +306,8 @@ def bench_requests(bench: Bench) -> None:
     report = bench.report
     report.title("1. DynamoDB requests and writes per remembered event (counted with botocore hooks)")
     client = bench.inprocess_client()
-    rows: list[list[object]] = []
-    size_rows: list[list[object]] = []
-    for batch, calls in ((1, bench.sizes.single_calls), (MAX_EVENTS_PER_BATCH, bench.sizes.max_batch_calls)):
-        stream = f"bench-requests-{batch}"
-        remember(client, bench.keys, stream, batch)  # creates the stream: measure appends only
-        before = bench.meter.snapshot()
-        for _ in range(calls):
-            remember(client, bench.keys, stream, batch)
-        c = bench.meter.since(before)
-        events = batch * calls
-        requests = _per(c, "calls:")
-        known = (
-            c.get("calls:authorizer:GetItem", 0)
-            + c.get("calls:remember:GetItem", 0)
-            + c.get("calls:remember:TransactWriteItems", 0)
-        )
-        rows.append(
-            [
-                batch,
-                calls,
-                c.get("calls:authorizer:GetItem", 0) / calls,
-                c.get("calls:remember:GetItem", 0) / calls,
-                c.get("calls:remember:TransactWriteItems", 0) / calls,
-                (requests - known) / calls,
-                requests / calls,
-                requests / events,
-                int(c.get("attempts", 0) - requests),
-                int(_per(c, "errors:")),
-            ]
-        )
-        size_rows.append(
-            [
-                batch,
-                _per(c, "items:") / events,
-                _per(c, "bytes:") / events,
-                c.get("bytes:idempotency", 0) / max(1, c.get("items:idempotency", 0)),
-                c.get("bytes:event", 0) / max(1, c.get("items:event", 0)),
-                c.get("bytes:head", 0) / max(1, c.get("items:head", 0)),
-                c.get("wcu:transactional", 0) / events,
-                c.get("wcu:index", 0) / events,
-                c.get("rcu", 0) / events,
-                c.get("request_bytes", 0) / events,
-            ]
-        )
+    runs = [(1, bench.sizes.single_calls), (MAX_EVENTS_PER_BATCH, bench.sizes.max_batch_calls)]
+    counted = [(batch, calls, count_remembers(bench, client, batch, calls)) for batch, calls in runs]
     report.line(
         f"Sequential remembers into one existing stream; each event a message of {len(MESSAGE_TEXT)} "
         "characters. Through"
@@ -438,37 +317,9 @@ def bench_requests(bench: Bench) -> None:
         "process) so that botocore hooks on kaibo_core.adapters.aws.dynamodb_client() see every call."
     )
     report.line()
-    report.table(
-        [
-            "batch",
-            "calls",
-            "auth GetItem/call",
-            "head GetItem/call",
-            "TransactWrite/call",
-            "other/call",
-            "requests/call",
-            "requests/event",
-            "retries",
-            "errors",
-        ],
-        rows,
-    )
+    report.table(REQUEST_HEADERS, [request_row(batch, calls, c) for batch, calls, c in counted])
     report.line()
-    report.table(
-        [
-            "batch",
-            "items/event",
-            "item B/event",
-            "idempotency item B",
-            "event item B",
-            "head item B",
-            "txn WCU/event",
-            "index WCU/event",
-            "RCU/event",
-            "request B/event",
-        ],
-        size_rows,
-    )
+    report.table(WRITE_HEADERS, [write_row(batch, batch * calls, c) for batch, calls, c in counted])
     report.line()
     report.line(
         "Item bytes: attribute names + values (kaibo_core item_size). txn WCU: 2 per started KB of each"
@@ -483,6 +334,82 @@ def bench_requests(bench: Bench) -> None:
     report.line("request B: JSON bodies sent to DynamoDB. retries: HTTP attempts beyond one per request.")
 
 
+def count_remembers(bench: Bench, client: KaiboClient, batch: int, calls: int) -> dict[str, float]:
+    """What ``calls`` remembers of ``batch`` events into an existing stream sent to DynamoDB."""
+    stream = f"bench-requests-{batch}"
+    remember(client, bench.keys, stream, batch)  # creates the stream: measure appends only
+    before = bench.meter.snapshot()
+    for _ in range(calls):
+        remember(client, bench.keys, stream, batch)
+    return bench.meter.since(before)
+
+
+REQUEST_HEADERS: Final = (
+    "batch",
+    "calls",
+    "auth GetItem/call",
+    "head GetItem/call",
+    "TransactWrite/call",
+    "other/call",
+    "requests/call",
+    "requests/event",
+    "retries",
+    "errors",
+)
+
+
+def request_row(batch: int, calls: int, c: dict[str, float]) -> list[object]:
+    """Requests per call by kind, per event, retries and errors (``REQUEST_HEADERS``)."""
+    requests = total(c, "calls:")
+    known = (
+        c.get("calls:authorizer:GetItem", 0)
+        + c.get("calls:remember:GetItem", 0)
+        + c.get("calls:remember:TransactWriteItems", 0)
+    )
+    return [
+        batch,
+        calls,
+        c.get("calls:authorizer:GetItem", 0) / calls,
+        c.get("calls:remember:GetItem", 0) / calls,
+        c.get("calls:remember:TransactWriteItems", 0) / calls,
+        (requests - known) / calls,
+        requests / calls,
+        requests / (batch * calls),
+        int(c.get("attempts", 0) - requests),
+        int(total(c, "errors:")),
+    ]
+
+
+WRITE_HEADERS: Final = (
+    "batch",
+    "items/event",
+    "item B/event",
+    "idempotency item B",
+    "event item B",
+    "head item B",
+    "txn WCU/event",
+    "index WCU/event",
+    "RCU/event",
+    "request B/event",
+)
+
+
+def write_row(batch: int, events: int, c: dict[str, float]) -> list[object]:
+    """Items, bytes and capacity units per event (``WRITE_HEADERS``)."""
+    return [
+        batch,
+        total(c, "items:") / events,
+        total(c, "bytes:") / events,
+        c.get("bytes:idempotency", 0) / max(1, c.get("items:idempotency", 0)),
+        c.get("bytes:event", 0) / max(1, c.get("items:event", 0)),
+        c.get("bytes:head", 0) / max(1, c.get("items:head", 0)),
+        c.get("wcu:transactional", 0) / events,
+        c.get("wcu:index", 0) / events,
+        c.get("rcu", 0) / events,
+        c.get("request_bytes", 0) / events,
+    ]
+
+
 # --- 2. Throughput with 8 concurrent clients ------------------------------------------------------
 
 
@@ -494,7 +421,7 @@ def emulator_transactions() -> Iterator[dict[str, int]]:
     emulator runs in this process. The count wraps the backend instance's method (an instance
     attribute: the class-level patch of kaibo_local.emulator and its pin stay untouched).
     """
-    backend = dynamodb_backends[ACCOUNT][REGION]
+    backend = moto_dynamodb_backend()
     counts = {"transactions": 0, "cancelled": 0}
     patched = backend.transact_write_items
 
@@ -688,7 +615,7 @@ class Seeder:
     """
 
     def __init__(self, project: ProjectId, tables: dict[str, str]) -> None:
-        self._backend = dynamodb_backends[ACCOUNT][REGION]
+        self._backend = moto_dynamodb_backend()
         self._tables = tables
         self._project = project
         self._capture = CapturingClient()
@@ -720,7 +647,11 @@ class Seeder:
                 {"stream": stream, "events": [message(key) for key in keys]}
             )
             records = chain_records(
-                self._project, stream, head, plan_batch(request, received), format_instant(received)
+                self._project,
+                stream,
+                head,
+                plan_batch(new_events(request), received),
+                format_instant(received),
             )
             self._store.append(self._project, stream, head, records, format_instant(received))
             with dynamodb_lock():
@@ -895,11 +826,11 @@ def seed_stage(seeder: Seeder, stream: str, target: int) -> tuple[int, float]:
 def measure_stage(bench: Bench, seeder: Seeder, api_key: str, stream: str, target: int) -> Stage:
     sizes = bench.sizes
     client, inprocess = bench.client(api_key), bench.inprocess_client(api_key)
-    rss_seeding = memory_mb()[0]
+    rss_seeding = process_memory_mb()[0]
     seeded, seeding_s = seed_stage(seeder, stream, target)
     gc.collect()
     stored, per_stream = seeder.stored()
-    rss, peak = memory_mb()
+    rss, peak = process_memory_mb()
     tracked, items = tracked_items(), seeder.live_items()
     # The first remember must chain onto the seeded head: proof that the seeded chain is real.
     head = seeder.head(stream)
@@ -907,7 +838,7 @@ def measure_stage(bench: Bench, seeder: Seeder, api_key: str, stream: str, targe
     if (first["seq"], first["prevHash"]) != (head.seq + 1, head.hash):
         raise RuntimeError(f"remember did not chain onto the seeded head {head}: {first}")
     timed_remembers(client, bench.keys, stream, sizes.warmup - 1)
-    rss_before, dead_before = memory_mb()[0], tracked_items() - seeder.live_items()
+    rss_before, dead_before = process_memory_mb()[0], tracked_items() - seeder.live_items()
     latencies: list[float] = []
     calibrations: list[float] = []
     loads: list[float] = []
@@ -920,7 +851,7 @@ def measure_stage(bench: Bench, seeder: Seeder, api_key: str, stream: str, targe
             )
     samples = len(latencies)
     dead_per_call = (tracked_items() - seeder.live_items() - dead_before) / samples
-    rss_kb_per_call = (memory_mb()[0] - rss_before) * 1024 / samples
+    rss_kb_per_call = (process_memory_mb()[0] - rss_before) * 1024 / samples
     timed_remembers(inprocess, bench.keys, stream, 3)  # warm the in-process handlers
     before = bench.meter.snapshot()
     split_latencies = timed_remembers(inprocess, bench.keys, stream, sizes.split_samples)
@@ -942,7 +873,7 @@ def measure_stage(bench: Bench, seeder: Seeder, api_key: str, stream: str, targe
         gc_collections=collections["collections"],
         gc_seconds=collections["seconds"],
         dead_per_call=dead_per_call,
-        dead_mb=dead_items_mb(dynamodb_backends[ACCOUNT][REGION]),
+        dead_mb=dead_items_mb(moto_dynamodb_backend()),
         rss_kb_per_call=rss_kb_per_call,
     )
 
@@ -967,6 +898,14 @@ def bench_latency(bench: Bench) -> None:
     seeder = Seeder(ProjectId(project["projectId"]), bench.tables)
     stream = "bench-latency"
     stages = [measure_stage(bench, seeder, project["apiKey"], stream, target) for target in sizes.stages]
+    report_latency(report, sizes, stages)
+    report_split(report, sizes, stages)
+    report_stage_memory(report, stages)
+    report_latency_target(report, stages)
+
+
+def report_latency(report: Report, sizes: Sizes, stages: Sequence[Stage]) -> None:
+    """Latency through the stack per stage, with how busy the machine was meanwhile."""
     report.line(
         f"Sequential single-event remembers over HTTP into one stream through the stack: "
         f"{sizes.latency_samples} samples after"
@@ -1006,6 +945,10 @@ def bench_latency(bench: Bench) -> None:
     )
     report.line("2-core machine was); load avg: the 1-minute load average meanwhile.")
     report.line()
+
+
+def report_split(report: Report, sizes: Sizes, stages: Sequence[Stage]) -> None:
+    """Where a remember's time goes: inside each DynamoDB call, and the rest."""
     report.line(
         f"Where the time goes: {sizes.split_samples} more remembers through the in-process front (hooks),"
     )
@@ -1038,6 +981,10 @@ def bench_latency(bench: Bench) -> None:
     report.line()
     report.line("rest: the HTTP front, the gateway, authorizer and handler code, and the client.")
     report.line()
+
+
+def report_stage_memory(report: Report, stages: Sequence[Stage]) -> None:
+    """Seeding and this process's memory per stage, moto's tracker leak included."""
     report.table(
         [
             "events in project",
@@ -1090,6 +1037,10 @@ def bench_latency(bench: Bench) -> None:
     )
     report.line("included. gen-2 GC: full collections in this process during the samples.")
     report.line()
+
+
+def report_latency_target(report: Report, stages: Sequence[Stage]) -> None:
+    """The 100k stage's latency against the 1k stage's, per unit of machine speed too."""
     if len(stages) < 2:
         report.line(
             f"Target: 100k latency within {LATENCY_TARGET}x of 1k: not measured "
@@ -1359,7 +1310,7 @@ def bench_built_cold_start(bench: Bench, stream: str) -> None:
                 measured[name].append(cold_run(bench, script, stream, "-S", **lambda_like))
 
     def ms(name: str, field: Callable[[ColdRun], float]) -> float:
-        return statistics.median(field(run) for run in measured[name]) * 1000
+        return median_ms(measured[name], field)
 
     report.line("As deployed: `make build` output imported as on Lambda (-S, nothing written), median")
     report.line(f"of {runs} runs each, alternating:")
@@ -1385,34 +1336,58 @@ def bench_built_cold_start(bench: Bench, stream: str) -> None:
     )
 
 
+def median_ms(runs: Sequence[ColdRun], field: Callable[[ColdRun], float]) -> float:
+    """The median of one figure of cold runs, in ms."""
+    return statistics.median(field(run) for run in runs) * 1000
+
+
 def bench_cold_start(bench: Bench) -> None:
     report = bench.report
     runs = bench.sizes.cold_runs
     report.title(f"4. Cold start: a fresh process (median of {runs} runs each, alternating)")
+    stream = f"bench-cold-{secrets.token_hex(3)}"
+    handler, baseline = alternate_cold_runs(bench, stream, runs)
+    ratio = report_cold_start(report, handler, baseline)
+    splits = [cold_run(bench, HANDLER_SCRIPT, stream, BENCH_BREAKDOWN="1") for _ in range(3)]
+    report.line()
+    report.line(
+        "Breakdown (3 diagnostic runs, medians; the client created before the first request): import "
+        f"{median_ms(splits, lambda r: r.imported):.0f} ms, DynamoDB client "
+        f"{median_ms(splits, lambda r: r.client):.0f} ms, "
+        f"first request {median_ms(splits, lambda r: r.request):.0f} ms, second request "
+        f"{median_ms(splits, lambda r: r.second):.0f} ms."
+    )
+    bench_built_cold_start(bench, stream)
+    if ratio > COLD_START_TARGET:
+        report_import_profile(report, importtime_profile(bench))
+
+
+def alternate_cold_runs(bench: Bench, stream: str, runs: int) -> tuple[list[ColdRun], list[ColdRun]]:
+    """``runs`` handler children and as many boto3 ones, alternating, after one of each unmeasured."""
     handler: list[ColdRun] = []
     baseline: list[ColdRun] = []
-    stream = f"bench-cold-{secrets.token_hex(3)}"
     cold_run(bench, HANDLER_SCRIPT, stream)  # warms the page and bytecode caches; not counted
     cold_run(bench, BOTO3_SCRIPT, stream)
     for _ in range(runs):
         handler.append(cold_run(bench, HANDLER_SCRIPT, stream))
         baseline.append(cold_run(bench, BOTO3_SCRIPT, stream))
+    return handler, baseline
 
-    def ms(measured: list[ColdRun], field: Callable[[ColdRun], float]) -> float:
-        return statistics.median(field(run) for run in measured) * 1000
+
+def report_cold_start(report: Report, handler: list[ColdRun], baseline: list[ColdRun]) -> float:
+    """The handler's cold start next to boto3's; returns their ratio (in-child medians)."""
 
     def row(name: str, measured: list[ColdRun], client: object, request: object) -> list[object]:
         totals = [run.total * 1000 for run in measured]
-        wall = ms(measured, lambda r: r.wall)
         return [
             name,
-            ms(measured, lambda r: r.imported),
+            median_ms(measured, lambda r: r.imported),
             client,
             request,
-            ms(measured, lambda r: r.total),
+            median_ms(measured, lambda r: r.total),
             min(totals),
             max(totals),
-            wall,
+            median_ms(measured, lambda r: r.wall),
         ]
 
     report.table(
@@ -1427,12 +1402,12 @@ def bench_cold_start(bench: Bench) -> None:
             "wall ms",
         ],
         [
-            row("remember handler", handler, "in request", ms(handler, lambda r: r.request)),
-            row("import boto3 + DynamoDB client", baseline, ms(baseline, lambda r: r.client), "-"),
+            row("remember handler", handler, "in request", median_ms(handler, lambda r: r.request)),
+            row("import boto3 + DynamoDB client", baseline, median_ms(baseline, lambda r: r.client), "-"),
         ],
     )
-    ratio = ms(handler, lambda r: r.total) / ms(baseline, lambda r: r.total)
-    wall_ratio = ms(handler, lambda r: r.wall) / ms(baseline, lambda r: r.wall)
+    ratio = median_ms(handler, lambda r: r.total) / median_ms(baseline, lambda r: r.total)
+    wall_ratio = median_ms(handler, lambda r: r.wall) / median_ms(baseline, lambda r: r.wall)
     report.line()
     report.line("in-child: from time.perf_counter() on the script's first line: the handler's import, then")
     report.line(
@@ -1447,19 +1422,11 @@ def bench_cold_start(bench: Bench) -> None:
         f"Ratio handler / boto3 (in-child medians): {verdict(ratio, COLD_START_TARGET)}; "
         f"wall: {wall_ratio:.2f}x."
     )
-    splits = [cold_run(bench, HANDLER_SCRIPT, stream, BENCH_BREAKDOWN="1") for _ in range(3)]
-    report.line()
-    report.line(
-        "Breakdown (3 diagnostic runs, medians; the client created before the first request): import "
-        f"{ms(splits, lambda r: r.imported):.0f} ms, DynamoDB client "
-        f"{ms(splits, lambda r: r.client):.0f} ms, "
-        f"first request {ms(splits, lambda r: r.request):.0f} ms, second request "
-        f"{ms(splits, lambda r: r.second):.0f} ms."
-    )
-    bench_built_cold_start(bench, stream)
-    if ratio <= COLD_START_TARGET:
-        return
-    profile = importtime_profile(bench)
+    return ratio
+
+
+def report_import_profile(report: Report, profile: ImportProfile) -> None:
+    """Where the handler's import spends its time (shown when the cold-start target is missed)."""
     report.line()
     report.line(
         f"Target missed. -X importtime of functions.remember.app (one run, {profile.total:.0f} ms in total"
@@ -1479,18 +1446,6 @@ def bench_cold_start(bench: Bench) -> None:
 
 
 # --- Main -----------------------------------------------------------------------------------------
-
-
-def machine() -> str:
-    cpu = "unknown CPU"
-    with contextlib.suppress(OSError), Path("/proc/cpuinfo").open() as info:
-        cpu = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), cpu)
-    versions = ", ".join(
-        f"{name} {importlib.metadata.version(name)}"
-        for name in ("moto", "boto3", "aws-lambda-powertools", "pydantic")
-    )
-    system = f"{platform.system()} {platform.release()}, Python {platform.python_version()}"
-    return f"{os.cpu_count()} cores ({cpu}), {system}, {versions}"
 
 
 def run(sizes: Sizes, report: Report, cold_start_only: bool = False) -> None:
@@ -1527,8 +1482,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = QUICK if args.quick else FULL
     started = time.perf_counter()
     with real_stdout_only() as out:
-        report = Report(out)
-        report.line(f"Kaibo remember benchmark ({'quick' if args.quick else 'full'} run) on {machine()}")
+        report = Report(out, layout="text")
+        report.line(
+            f"Kaibo remember benchmark ({'quick' if args.quick else 'full'} run) on {machine(*PACKAGES)}"
+        )
         run(sizes, report, cold_start_only=args.cold_start_only)
         report.line()
         report.line(f"Done in {time.perf_counter() - started:.0f} s.")

@@ -30,7 +30,6 @@ import contextlib
 import json
 import os
 import random
-import secrets
 import sys
 import time
 from collections import Counter, defaultdict
@@ -44,35 +43,44 @@ ROOT: Final = Path(__file__).resolve().parents[1]
 # The local stack lives in local/: make the script run from a clean checkout without PYTHONPATH too.
 sys.path[:0] = [p for p in (str(ROOT), str(ROOT / "local")) if p not in sys.path]
 
-from bench.recall_cost import FAKE_AWS, DynamoMeter, percentile, write_units
-from bench.recall_quality import DEFAULT_DATA, Turn, faster_moto, load_locomo, machine, markdown_table
-from bench.remember import real_stdout_only
+from bench.common import (
+    CellStyle,
+    Report,
+    emulator_speedups,
+    local_tables,
+    machine,
+    percentile,
+    progress,
+    real_stdout_only,
+    total,
+    update_size,
+    write_units,
+)
+from bench.recall_cost import DynamoMeter
+from bench.recall_quality import DEFAULT_DATA, PACKAGES, Turn, load_locomo
 from kaibo.client import KaiboClient
-from kaibo_core.adapters.aws import dynamodb_client
 from kaibo_core.adapters.bedrock_structurer import MAX_QUERY_CHARS
 from kaibo_core.adapters.dynamodb_events import DynamoEventStore
-from kaibo_core.adapters.dynamodb_index import DynamoTermIndex, TermRead
+from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
 from kaibo_core.adapters.dynamodb_jobs import DynamoJobStore
 from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore
 from kaibo_core.adapters.dynamodb_structuring import DynamoStructuringStore, PlanClaim
 from kaibo_core.adapters.dynamodb_values import item_size
-from kaibo_core.clock import format_instant, instant_ms
-from kaibo_core.embedded import EmbeddedKaibo
-from kaibo_core.ids import project_id
-from kaibo_core.models.api import RememberRequest
-from kaibo_core.models.jobs import JobRecord
-from kaibo_core.models.memories import CorpusStats, MemoryRecord, SourceEventRef
-from kaibo_core.provisional import provisional_memory_id
-from kaibo_core.services.remember import RememberService
-from kaibo_core.services.structuring import StructuringService, StructuringStats
-from kaibo_core.storage_keys import ProjectId
-from kaibo_core.structuring.drafts import (
+from kaibo_core.api.mapping import new_events
+from kaibo_core.api.models import RememberRequest
+from kaibo_core.core.clock import format_instant, instant_ms
+from kaibo_core.core.ids import project_id
+from kaibo_core.core.models.jobs import JobRecord
+from kaibo_core.core.models.memories import CorpusStats, MemoryRecord, SourceEventRef, TermRead
+from kaibo_core.core.provisional import provisional_memory_id
+from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.core.structuring.drafts import (
     MAX_CANDIDATES,
     CandidateSearch,
     EventToStructure,
     MemoryDraft,
 )
-from kaibo_core.structuring.model_output import (
+from kaibo_core.core.structuring.model_output import (
     OUTPUT_SCHEMA,
     SYSTEM_PROMPT,
     TOOL_DESCRIPTION,
@@ -80,13 +88,14 @@ from kaibo_core.structuring.model_output import (
     build_user_message,
     new_nonce,
 )
-from kaibo_core.structuring.plan import CommitOutcome, StructuringCommit, structured_memory_id
-from kaibo_core.structuring.rules import RuleStructurer
-from kaibo_core.tokens import count_tokens
+from kaibo_core.core.structuring.plan import CommitOutcome, StructuringCommit, structured_memory_id
+from kaibo_core.core.structuring.rules import RuleStructurer
+from kaibo_core.core.tokens import count_tokens
+from kaibo_core.runtime.embedded import EmbeddedKaibo
+from kaibo_core.services.remember import RememberService
+from kaibo_core.services.structuring import StructuringService, StructuringStats
 from kaibo_local.containers import DEFAULT_CONTAINERS
-from kaibo_local.emulator import start_emulator
 from kaibo_local.stack import start_stack
-from kaibo_local.template import create_tables, load_template
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -121,40 +130,20 @@ class Sizes:
 FULL: Final = Sizes(conversations=None, write_events=200, wait_calls=30)
 QUICK: Final = Sizes(conversations=1, write_events=50, wait_calls=10)
 
-_STARTED: Final = time.perf_counter()
+#: How this report writes values in its tables.
+CELLS: Final = CellStyle(small_below=10, small=".3f", large=",.1f", none="-")
 
 
-def progress(text: str) -> None:
-    sys.stderr.write(f"[{time.perf_counter() - _STARTED:6.1f} s] {text}\n")
-    sys.stderr.flush()
-
-
-class Output:
-    """Markdown lines on stdout (flushed as they come), kept for the JSON dump's ``text``."""
+class Output(Report):
+    """Markdown lines on stdout (flushed as they come), kept for the JSON dump's ``text``; a blank
+    line after each table."""
 
     def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def __call__(self, *lines: str) -> None:
-        for line in lines:
-            self.lines.append(line)
-            sys.stdout.write(line + "\n")
-        sys.stdout.flush()
+        super().__init__(layout="padded markdown", cells=CELLS)
 
     def table(self, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
-        self(*markdown_table(headers, [[cell(value) for value in row] for row in rows]), "")
-
-
-def cell(value: object) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.3f}" if abs(value) < 10 else f"{value:,.1f}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
+        super().table(headers, rows)
+        self.line()
 
 
 def ratio(numerator: float, denominator: float, empty: float = 1.0) -> float:
@@ -312,54 +301,73 @@ def background_memories(data_path: Path) -> list[MemoryRecord]:
     ]
 
 
-def run_scenario(
+@dataclass
+class ScenarioRun:
+    """A scenario remembered and structured, event by event, in its own ``EmbeddedKaibo``."""
+
+    kaibo: EmbeddedKaibo
+    project: ProjectId
+    now: datetime
+    memory_ids: dict[str, list[str]] = field(default_factory=dict)  # event key -> its job's memory ids
+    first_memory: dict[str, str] = field(default_factory=dict)  # event key -> its first memory's id
+    key_of_event: dict[str, str] = field(default_factory=dict)  # event id -> event key
+    notes: list[str] = field(default_factory=list)
+
+
+def remember_scenario(
     scenario: dict[str, Any], cpu: CpuSamples, background: Sequence[MemoryRecord] = ()
-) -> ScenarioResult:
+) -> ScenarioRun:
+    """Remember every event in the scenario's arrival order, each structured right after."""
     events = {event["key"]: event for event in scenario["events"]}
     arrival: list[str] = scenario.get("arrival") or [event["key"] for event in scenario["events"]]
     latest = max(datetime.fromisoformat(event["occurredAt"]) for event in scenario["events"])
     now = (latest + timedelta(hours=1)).astimezone(UTC)
     structurer = MeasuredStructurer(estimate_prompts=True)
-    kaibo = EmbeddedKaibo(structurer, clock=lambda: now)
-    project = ProjectId(project_id())
+    run = ScenarioRun(EmbeddedKaibo(structurer, clock=lambda: now), ProjectId(project_id()), now)
     for memory in background:
-        kaibo.memories.index_new(replace(memory, project_id=project))
-    memory_ids: dict[str, list[str]] = {}  # event key -> its structured memory ids (its job's)
-    first_memory: dict[str, str] = {}
-    key_of_event: dict[str, str] = {}
-    notes: list[str] = []
+        run.kaibo.memories.index_new(replace(memory, project_id=run.project))
     for key in arrival:
         raw = events[key]
+        body = scenario_event_body(run, f"{scenario['id']}:{key}", key, raw)
+        outcome = run.kaibo.remember(
+            run.project, {"stream": raw.get("stream", DEFAULT_STREAM), "events": [body]}
+        )
+        event_id = outcome.events[0].record.id
+        run.key_of_event[event_id] = key
+        stats = structure_each(run.kaibo, structurer, cpu.step)
+        run.memory_ids[key] = list(stats.memory_ids)
+        run.first_memory[key] = structured_memory_id(provisional_memory_id(event_id), 1)
+    cpu.take(structurer)
+    return run
 
-        def translated(field_name: str, raw: dict[str, Any] = raw, key: str = key) -> list[str]:
+
+def scenario_event_body(
+    run: ScenarioRun, idempotency_key: str, key: str, raw: dict[str, Any]
+) -> dict[str, Any]:
+    """A scenario event as remember takes it; ``supersedes``/``cancels`` name the structured
+    memories of the events they name (an event not structured yet is dropped, with a note)."""
+    body: dict[str, Any] = {
+        "kind": "message",
+        "idempotencyKey": idempotency_key,
+        "occurredAt": raw["occurredAt"],
+        "payload": {"role": "user", "text": raw["text"]},
+    }
+    if raw.get("timeZone"):
+        body["timeZone"] = raw["timeZone"]
+    for field_name in ("supersedes", "cancels"):
+        if raw.get(field_name):
             ids: list[str] = []
             for old in raw.get(field_name, []):
-                if old not in memory_ids:
-                    notes.append(f"{key}.{field_name} names {old}, not structured yet: dropped")
+                if old not in run.memory_ids:
+                    run.notes.append(f"{key}.{field_name} names {old}, not structured yet: dropped")
                     continue
-                ids.extend(memory_ids[old])
-            return ids
+                ids.extend(run.memory_ids[old])
+            body[field_name] = ids
+    return body
 
-        body: dict[str, Any] = {
-            "kind": "message",
-            "idempotencyKey": f"{scenario['id']}:{key}",
-            "occurredAt": raw["occurredAt"],
-            "payload": {"role": "user", "text": raw["text"]},
-        }
-        if raw.get("timeZone"):
-            body["timeZone"] = raw["timeZone"]
-        for field_name in ("supersedes", "cancels"):
-            if raw.get(field_name):
-                body[field_name] = translated(field_name)
-        outcome = kaibo.remember(project, {"stream": raw.get("stream", DEFAULT_STREAM), "events": [body]})
-        event_id = outcome.events[0].record.id
-        key_of_event[event_id] = key
-        stats = structure_each(kaibo, structurer, cpu.step)
-        memory_ids[key] = list(stats.memory_ids)
-        first_memory[key] = structured_memory_id(provisional_memory_id(event_id), 1)
-    cpu.take(structurer)
 
-    stored = structured_memories(kaibo, project)
+def made_links(stored: Sequence[MemoryRecord], key_of_event: dict[str, str]) -> set[Link]:
+    """The links the stored memories record: (newer event key, older event key, kind)."""
     by_id = {memory.id: memory for memory in stored}
 
     def event_key(memory: MemoryRecord) -> str:
@@ -374,23 +382,16 @@ def run_scenario(
             newer = by_id.get(newer_id)
             if newer is not None:
                 actual.add((event_key(newer), event_key(memory), kind))
-    expect = scenario["expect"]
-    types: list[tuple[str, str, str, str]] = []
-    for key, wanted in expect.get("types", {}).items():
-        first = kaibo.memories.get(project, first_memory[key])
-        types.append((key, wanted, first.type if first else "(none)", (first.content or "") if first else ""))
-    contents = {
-        key: " | ".join(by_id[m].content or "" for m in ids if m in by_id) for key, ids in memory_ids.items()
-    }
-    dates = [
-        (key, wanted, wanted in contents.get(key, ""))
-        for key, wanted_dates in expect.get("dates", {}).items()
-        for wanted in wanted_dates
-    ]
+    return actual
+
+
+def ask_questions(run: ScenarioRun, items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Recall each question at asOf = now; the top item, whether it holds the answer, stale items."""
     questions = []
-    for item in expect.get("questions", []):
-        answer = kaibo.recall(
-            project, {"question": item["question"], "budget": RECALL_BUDGET, "asOf": format_instant(now)}
+    for item in items:
+        answer = run.kaibo.recall(
+            run.project,
+            {"question": item["question"], "budget": RECALL_BUDGET, "asOf": format_instant(run.now)},
         )
         texts = [str(returned["text"]) for returned in answer["items"]]
         top = texts[0] if texts else None
@@ -408,9 +409,34 @@ def run_scenario(
                 else None,
             }
         )
+    return questions
+
+
+def run_scenario(
+    scenario: dict[str, Any], cpu: CpuSamples, background: Sequence[MemoryRecord] = ()
+) -> ScenarioResult:
+    run = remember_scenario(scenario, cpu, background)
+    stored = structured_memories(run.kaibo, run.project)
+    by_id = {memory.id: memory for memory in stored}
+    actual = made_links(stored, run.key_of_event)
+    expect = scenario["expect"]
+    types: list[tuple[str, str, str, str]] = []
+    for key, wanted in expect.get("types", {}).items():
+        first = run.kaibo.memories.get(run.project, run.first_memory[key])
+        types.append((key, wanted, first.type if first else "(none)", (first.content or "") if first else ""))
+    contents = {
+        key: " | ".join(by_id[m].content or "" for m in ids if m in by_id)
+        for key, ids in run.memory_ids.items()
+    }
+    dates = [
+        (key, wanted, wanted in contents.get(key, ""))
+        for key, wanted_dates in expect.get("dates", {}).items()
+        for wanted in wanted_dates
+    ]
+    questions = ask_questions(run, expect.get("questions", []))
     expected = {(str(n), str(o), str(k)) for n, o, k in expect["links"]}
     return ScenarioResult(
-        scenario["id"], scenario["category"], expected, actual, types, questions, dates, notes
+        scenario["id"], scenario["category"], expected, actual, types, questions, dates, run.notes
     )
 
 
@@ -520,76 +546,26 @@ def section_scenarios(out: Output, cpu: CpuSamples, data_path: Path) -> dict[str
     progress(f"1. {len(scenarios)} scenarios through EmbeddedKaibo(RuleStructurer()) ...")
     isolated = [run_scenario(scenario, CpuSamples()) for scenario in scenarios]
     results = [run_scenario(scenario, cpu, background) for scenario in scenarios] if background else isolated
-    overall = Tally()
-    by_category: dict[str, Tally] = defaultdict(Tally)
-    for result in results:
-        overall.add(result)
-        by_category[result.category].add(result)
-    events = sum(len(s["events"]) for s in scenarios)
-    out(
-        "## 1. Labelled scenarios through the real pipeline",
-        "",
-        f"{len(scenarios)} scenarios, {events} events ({SCENARIOS_PATH.relative_to(ROOT)}). Each scenario: a "
-        "fresh `EmbeddedKaibo(RuleStructurer())`, every event remembered on its own in the scenario's "
-        "arrival order and structured at once; explicit `supersedes`/`cancels` name the earlier event's "
-        "structured memories. Links are read back from the stored memories (a superseded or canceled "
-        f"memory and its `supersededBy`), one per event pair. Questions: recall at asOf = now (the latest "
-        f"event + 1 h), budget {RECALL_BUDGET}; correct when the top item contains the answer; stale when "
-        "any returned item contains a phrase only the old memory says.",
-        "",
-        f"Each scenario's project also holds {len(background)} background memories (the first LoCoMo "
-        "turns, provisional, valid months earlier), so that its vocabulary is a real project's: in a "
-        "project of three memories every question word that no memory says holds nearly all of the "
-        "question's idf weight, and recall's coverage threshold abstains. The same run in empty "
-        "projects is reported below the targets."
-        if background
-        else "No LoCoMo data: each scenario runs in an empty project (recall abstains more there).",
-        "",
-    )
-    headers = [
-        "",
-        "scenarios",
-        "links expected",
-        "links made",
-        "right",
-        "precision",
-        "recall",
-        "types",
-        "answers",
-        "stale",
-        "abstained",
-        "dates",
-    ]
-    out.table(headers, [overall.row("**all**")])
+    overall, by_category = tally_results(results)
+    scenarios_intro(out, scenarios, background)
+    out.table(SCENARIO_HEADERS, [overall.row("**all**")])
     out("Per category (`distractor_*`: no link should be made):", "")
-    out.table(headers, [tally.row(name) for name, tally in sorted(by_category.items())])
-    type_accuracy = ratio(overall.types_right, overall.types)
-    answer_accuracy = ratio(overall.answered, overall.questions)
-    targets = [
-        (
-            "supersession precision",
-            f">= {TARGET_PRECISION}",
-            overall.precision,
-            overall.precision >= TARGET_PRECISION,
-        ),
-        ("supersession recall", f">= {TARGET_RECALL}", overall.recall, overall.recall >= TARGET_RECALL),
-        (
-            "current-answer accuracy",
-            f">= {TARGET_ANSWERS}",
-            answer_accuracy,
-            answer_accuracy >= TARGET_ANSWERS,
-        ),
-        ("stale answers", f"= {TARGET_STALE}", overall.stale, overall.stale <= TARGET_STALE),
-    ]
+    out.table(SCENARIO_HEADERS, [tally.row(name) for name, tally in sorted(by_category.items())])
+    targets = scenario_targets(overall)
     out("Targets (the issue's):", "")
     out.table(
         ["figure", "target", "measured", "verdict"],
         [[name, target, value, "met" if met else "MISSED"] for name, target, value, met in targets]
-        + [["type accuracy", f"(unit guard: >= {GUARD_TYPES})", type_accuracy, "-"]],
+        + [
+            [
+                "type accuracy",
+                f"(unit guard: >= {GUARD_TYPES})",
+                ratio(overall.types_right, overall.types),
+                "-",
+            ]
+        ],
     )
-    alone = Tally()
-    for result in isolated:
-        alone.add(result)
+    alone, _ = tally_results(isolated)
     if background:
         out(
             "The same scenarios in empty projects (no background memories): "
@@ -616,18 +592,92 @@ def section_scenarios(out: Output, cpu: CpuSamples, data_path: Path) -> dict[str
         "categories": {name: tally.as_json() for name, tally in sorted(by_category.items())},
         "targets": [{"name": n, "target": t, "value": v, "met": m} for n, t, v, m in targets],
         "misses": [{"scenario": sid, "miss": line} for sid, line in listed],
-        "scenarios": [
-            {
-                "id": r.id,
-                "category": r.category,
-                "expectedLinks": sorted(r.expected_links),
-                "actualLinks": sorted(r.actual_links),
-                "types": r.types,
-                "questions": r.questions,
-                "dates": r.dates,
-            }
-            for r in results
-        ],
+        "scenarios": [scenario_json(result) for result in results],
+    }
+
+
+def tally_results(results: Iterable[ScenarioResult]) -> tuple[Tally, dict[str, Tally]]:
+    """The results summed, over all and per category."""
+    overall = Tally()
+    by_category: dict[str, Tally] = defaultdict(Tally)
+    for result in results:
+        overall.add(result)
+        by_category[result.category].add(result)
+    return overall, by_category
+
+
+def scenarios_intro(
+    out: Output, scenarios: Sequence[dict[str, Any]], background: Sequence[MemoryRecord]
+) -> None:
+    events = sum(len(s["events"]) for s in scenarios)
+    out(
+        "## 1. Labelled scenarios through the real pipeline",
+        "",
+        f"{len(scenarios)} scenarios, {events} events ({SCENARIOS_PATH.relative_to(ROOT)}). Each scenario: a "
+        "fresh `EmbeddedKaibo(RuleStructurer())`, every event remembered on its own in the scenario's "
+        "arrival order and structured at once; explicit `supersedes`/`cancels` name the earlier event's "
+        "structured memories. Links are read back from the stored memories (a superseded or canceled "
+        f"memory and its `supersededBy`), one per event pair. Questions: recall at asOf = now (the latest "
+        f"event + 1 h), budget {RECALL_BUDGET}; correct when the top item contains the answer; stale when "
+        "any returned item contains a phrase only the old memory says.",
+        "",
+        f"Each scenario's project also holds {len(background)} background memories (the first LoCoMo "
+        "turns, provisional, valid months earlier), so that its vocabulary is a real project's: in a "
+        "project of three memories every question word that no memory says holds nearly all of the "
+        "question's idf weight, and recall's coverage threshold abstains. The same run in empty "
+        "projects is reported below the targets."
+        if background
+        else "No LoCoMo data: each scenario runs in an empty project (recall abstains more there).",
+        "",
+    )
+
+
+SCENARIO_HEADERS: Final = (
+    "",
+    "scenarios",
+    "links expected",
+    "links made",
+    "right",
+    "precision",
+    "recall",
+    "types",
+    "answers",
+    "stale",
+    "abstained",
+    "dates",
+)
+
+
+def scenario_targets(overall: Tally) -> list[tuple[str, str, float, bool]]:
+    """The issue's targets: (figure, target, measured, met)."""
+    answer_accuracy = ratio(overall.answered, overall.questions)
+    return [
+        (
+            "supersession precision",
+            f">= {TARGET_PRECISION}",
+            overall.precision,
+            overall.precision >= TARGET_PRECISION,
+        ),
+        ("supersession recall", f">= {TARGET_RECALL}", overall.recall, overall.recall >= TARGET_RECALL),
+        (
+            "current-answer accuracy",
+            f">= {TARGET_ANSWERS}",
+            answer_accuracy,
+            answer_accuracy >= TARGET_ANSWERS,
+        ),
+        ("stale answers", f"= {TARGET_STALE}", overall.stale, overall.stale <= TARGET_STALE),
+    ]
+
+
+def scenario_json(result: ScenarioResult) -> dict[str, Any]:
+    return {
+        "id": result.id,
+        "category": result.category,
+        "expectedLinks": sorted(result.expected_links),
+        "actualLinks": sorted(result.actual_links),
+        "types": result.types,
+        "questions": result.questions,
+        "dates": result.dates,
     }
 
 
@@ -830,7 +880,7 @@ def section_bedrock(out: Output, cpu: CpuSamples) -> dict[str, Any]:
         "",
         f"Model calls per event: **1** (+ retries: at most {BEDROCK_ATTEMPTS} attempts; after that, or on a "
         "non-retryable error, the rules answer instead). Input tokens per event: **an estimate**, "
-        "`kaibo_core.tokens.count_tokens` (a conservative upper count for common BPE tokenizers) over "
+        "`kaibo_core.core.tokens.count_tokens` (a conservative upper count for common BPE tokenizers) over "
         "the exact request text: `SYSTEM_PROMPT` + the tool (name, description, JSON schema) = "
         f"{fixed} tokens on every call, + `build_user_message(event, candidates, nonce)` with the "
         f"candidates the Bedrock structurer's own search (the event's text, at most {MAX_QUERY_CHARS} "
@@ -863,15 +913,6 @@ def section_bedrock(out: Output, cpu: CpuSamples) -> dict[str, Any]:
 UPDATE_PREFIX: Final = "update|"
 
 
-def update_estimate(spec: dict[str, Any]) -> int:
-    """An Update's item as DynamoMeter estimates it: its key plus the attributes it sets."""
-    names = spec.get("ExpressionAttributeNames", {})
-    values = spec.get("ExpressionAttributeValues", {})
-    return item_size(spec["Key"]) + sum(
-        item_size({names.get(name, name.lstrip(":")): value}) for name, value in values.items()
-    )
-
-
 def item_key(table: str, key: dict[str, Any]) -> str:
     return f"{table}|{json.dumps(key, sort_keys=True)}"
 
@@ -895,12 +936,12 @@ class StructuringMeter(DynamoMeter):
         ]
         if operation == "UpdateItem":
             part = self._part.get(body.get("TableName", ""), "other")
-            estimate = write_units(update_estimate(body), False)
+            estimate = write_units(update_size(body), False)
             writes[f"wcu:{part}"] += estimate - write_units(item_size(body["Key"]), False)
             updates.append((body, False))
         for spec, transactional in updates:
             if spec["TableName"] in self._priced_again:
-                units = write_units(update_estimate(spec), transactional)
+                units = write_units(update_size(spec), transactional)
                 name = (
                     f"{UPDATE_PREFIX}{int(transactional)}|{units}|{item_key(spec['TableName'], spec['Key'])}"
                 )
@@ -1035,88 +1076,123 @@ STEPS: Final = (
 )
 
 
-def counted(counts: dict[str, float], prefix: str) -> float:
-    return sum(value for name, value in counts.items() if name.startswith(prefix))
+@dataclass
+class Pipeline:
+    """remember and structuring on the DynamoDB stores, with the meter and the steps it attributes."""
+
+    meter: StructuringMeter
+    phases: Phases
+    jobs: PhasedJobStore
+    remember: RememberService
+    structuring: StructuringService
 
 
-def section_writes(out: Output, texts: Sequence[tuple[str, dict[str, Any]]], source: str) -> dict[str, Any]:
-    progress(f"3b. {len(texts)} events remembered and structured against the emulator ...")
-    os.environ.update(FAKE_AWS)
-    for name in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
-        os.environ.pop(name, None)
-    with faster_moto() as patched, start_emulator() as emulator:
-        os.environ["AWS_ENDPOINT_URL"] = emulator.endpoint_url
-        dynamodb_client.cache_clear()
-        client = dynamodb_client()
-        tables = create_tables(client, load_template(), secrets.token_hex(4))
-        meter = StructuringMeter(client, tables)
-        phases = Phases(meter)
-        jobs = PhasedJobStore(client, tables["JobsTable"])
-        jobs.phases = phases
-        events = DynamoEventStore(client, tables["EventsTable"], tables["IdempotencyTable"], jobs=jobs)
-        remember = RememberService(
-            events,
-            DynamoMemoryStore(client, tables["MemoriesTable"], tables["TermIndexTable"]),
-            jobs=NoQueue(),
-        )
-        store = PhasedStructuringStore(client, tables["MemoriesTable"], tables["TermIndexTable"])
-        store.phases = phases
-        index = PhasedTermIndex(client, tables["TermIndexTable"])
-        index.phases = phases
-        structuring = StructuringService(events, store, index, RuleStructurer())
+def structuring_pipeline(client: DynamoDBClient, tables: dict[str, str]) -> Pipeline:
+    meter = StructuringMeter(client, tables)
+    phases = Phases(meter)
+    jobs = PhasedJobStore(client, tables["JobsTable"])
+    jobs.phases = phases
+    events = DynamoEventStore(client, tables["EventsTable"], tables["IdempotencyTable"], jobs=jobs)
+    remember = RememberService(
+        events,
+        DynamoMemoryStore(client, tables["MemoriesTable"], tables["TermIndexTable"]),
+        jobs=NoQueue(),
+    )
+    store = PhasedStructuringStore(client, tables["MemoriesTable"], tables["TermIndexTable"])
+    store.phases = phases
+    index = PhasedTermIndex(client, tables["TermIndexTable"])
+    index.phases = phases
+    structuring = StructuringService(events, store, index, RuleStructurer())
+    return Pipeline(meter, phases, jobs, remember, structuring)
+
+
+@dataclass
+class WritesRun:
+    """What remembering and structuring the events sent to DynamoDB, and the items stored at the end."""
+
+    remembered: dict[str, float]
+    structured: dict[str, float]
+    steps: dict[str, dict[str, float]]  # structuring's counters per step (``STEPS``)
+    stats: StructuringStats
+    sizes: dict[str, int]  # every memory and job item's size by ``item_key``
+    memory_sizes: list[int]  # the memory items' sizes
+
+
+def measure_writes(texts: Sequence[tuple[str, dict[str, Any]]]) -> WritesRun:
+    """Each event remembered on its own into one project, its job structured right after, against
+    the emulator in this process; the counters of each part."""
+    with local_tables() as local:
+        tables = local.tables
+        pipeline = structuring_pipeline(local.client, tables)
+        meter, jobs = pipeline.meter, pipeline.jobs
         project = ProjectId(project_id())
         remembered: defaultdict[str, float] = defaultdict(float)
         structured: defaultdict[str, float] = defaultdict(float)
         stats = StructuringStats()
         for done, (stream, body) in enumerate(texts, 1):
             before = meter.snapshot()
-            outcome = remember.remember(
-                project, RememberRequest.model_validate({"stream": stream, "events": [body]})
-            )
+            request = RememberRequest.model_validate({"stream": stream, "events": [body]})
+            outcome = pipeline.remember.remember(project, stream, new_events(request))
             if outcome.appended != 1 or outcome.index_failures or outcome.job_id is None:
                 raise RuntimeError(f"unexpected remember outcome: {outcome}")
             for name, value in meter.since(before).items():
                 remembered[name] += value
             before = meter.snapshot()
-            stats.add(structuring.structure_job(project, outcome.job_id, jobs))
+            stats.add(pipeline.structuring.structure_job(project, outcome.job_id, jobs))
             for name, value in meter.since(before).items():
                 structured[name] += value
             if done % 50 == 0:
                 progress(f"  {done}/{len(texts)}")
-        sizes = stored_sizes(client, (tables["MemoriesTable"], tables["JobsTable"]))
+        sizes = stored_sizes(local.client, (tables["MemoriesTable"], tables["JobsTable"]))
     memory_sizes = [size for name, size in sizes.items() if name.startswith(tables["MemoriesTable"] + "|")]
-    large = sum(1 for size in memory_sizes if size > 1024)
-    n = float(len(texts))
-    step_totals = {name: dict(phases.totals.get(name, {})) for name, _ in STEPS if name != "other"}
-    step_totals["other"] = {
-        counter: structured.get(counter, 0.0) - sum(t.get(counter, 0.0) for t in step_totals.values())
+    steps = step_totals(pipeline.phases, structured)
+    return WritesRun(dict(remembered), dict(structured), steps, stats, sizes, memory_sizes)
+
+
+def step_totals(phases: Phases, structured: dict[str, float]) -> dict[str, dict[str, float]]:
+    """Structuring's counters per step; ``other``: what no step's wrapper saw."""
+    steps = {name: dict(phases.totals.get(name, {})) for name, _ in STEPS if name != "other"}
+    steps["other"] = {
+        counter: structured.get(counter, 0.0) - sum(t.get(counter, 0.0) for t in steps.values())
         for counter in structured
     }
+    return steps
 
-    def row(name: str, counts: dict[str, float]) -> list[object]:
-        wcu = counted(counts, "wcu:")
-        return [
-            name,
-            counted(counts, "requests:") / n,
-            counted(counts, "transactions:") / n,
-            wcu / n,
-            (wcu + repriced_units(counts, sizes)) / n,
-            counted(counts, "rcu:") / n,
-        ]
 
-    remember_parts = [
-        ("events part (events, idempotency keys, stream head)", "wcu:events"),
-        ("job item (in the same transaction)", "wcu:jobs"),
-        ("provisional memory's index", "wcu:index"),
+def units_row(name: str, counts: dict[str, float], events: float, sizes: dict[str, int]) -> list[object]:
+    """Requests, transactions, write units (estimated, and updates at item size), read units per event."""
+    wcu = total(counts, "wcu:")
+    return [
+        name,
+        total(counts, "requests:") / events,
+        total(counts, "transactions:") / events,
+        wcu / events,
+        (wcu + repriced_units(counts, sizes)) / events,
+        total(counts, "rcu:") / events,
     ]
+
+
+#: The events part of remember's write units, by counter.
+REMEMBER_PARTS: Final = (
+    ("events part (events, idempotency keys, stream head)", "wcu:events"),
+    ("job item (in the same transaction)", "wcu:jobs"),
+    ("provisional memory's index", "wcu:index"),
+)
+
+
+def section_writes(out: Output, texts: Sequence[tuple[str, dict[str, Any]]], source: str) -> dict[str, Any]:
+    progress(f"3b. {len(texts)} events remembered and structured against the emulator ...")
+    run = measure_writes(texts)
+    remembered, structured, steps, sizes = run.remembered, run.structured, run.steps, run.sizes
+    n = float(len(texts))
     out(
         "### 3b. DynamoDB requests and write units per event",
         "",
         f"{len(texts)} events ({source}), one per remember call into one project, each job structured "
         "right after (`RememberService` with `DynamoEventStore(jobs=DynamoJobStore)`, `DynamoMemoryStore`; "
         "`StructuringService` with `DynamoStructuringStore`, `DynamoTermIndex`, `RuleStructurer`), in this "
-        "process against the emulator (moto "
-        + ("sped up: " + "; ".join(patched) if patched else "unpatched")
+        "process against the emulator (moto sped up: "
+        + emulator_speedups()
         + "). Requests and units from botocore hooks (bench/recall_cost.py's `DynamoMeter`): 2 WCU per "
         "started KB of each item in a transaction, 1 per KB outside one; an update's item estimated as "
         "its key plus the attributes it sets (*WCU/event*). DynamoDB bills an update at the larger of "
@@ -1130,30 +1206,24 @@ def section_writes(out: Output, texts: Sequence[tuple[str, dict[str, Any]]], sou
     both = {k: remembered.get(k, 0.0) + structured.get(k, 0.0) for k in {*remembered, *structured}}
     out.table(
         ["", "requests/event", "transactions/event", "WCU/event", "WCU, updates at item size", "RCU/event"],
-        [row("**remember** (total)", dict(remembered))]
+        [units_row("**remember** (total)", remembered, n, sizes)]
         + [
             [f"  {name}", "", "", remembered.get(counter, 0.0) / n, "", ""]
-            for name, counter in remember_parts
+            for name, counter in REMEMBER_PARTS
         ]
-        + [row("**structuring** (total)", dict(structured))]
-        + [row(f"  {label}", step_totals[name]) for name, label in STEPS if any(step_totals[name].values())]
-        + [row("**remember + structuring**", both)],
+        + [units_row("**structuring** (total)", structured, n, sizes)]
+        + [
+            units_row(f"  {label}", steps[name], n, sizes)
+            for name, label in STEPS
+            if any(steps[name].values())
+        ]
+        + [units_row("**remember + structuring**", both, n, sizes)],
     )
-    per_event = {
-        "structured memories": stats.memories / n,
-        "postings written by staging": (step_totals["stage"].get("actions:index:Put", 0.0) - stats.memories)
-        / n,
-        "postings deleted by unindexing the provisional memory": step_totals["unindex"].get(
-            "actions:index:Delete", 0.0
-        )
-        / n,
-        "postings moved to history": step_totals["history"].get("actions:index:Put", 0.0) / n,
-        "memories retired": (stats.superseded + stats.canceled) / n,
-        "cancelled transactions (whole run)": counted(structured, "errors:") + counted(remembered, "errors:"),
-    }
+    per_event = write_counts_per_event(run, n)
     out.table(["per event", "value"], [[name, value] for name, value in per_event.items()])
+    large = sum(1 for size in run.memory_sizes if size > 1024)
     out(
-        f"Memory items over 1 KB at the end: {large} of {len(memory_sizes)} (mostly replaced provisional "
+        f"Memory items over 1 KB at the end: {large} of {len(run.memory_sizes)} (mostly replaced provisional "
         "memories, which keep their text and carry the stored plan).",
         "",
     )
@@ -1166,14 +1236,32 @@ def section_writes(out: Output, texts: Sequence[tuple[str, dict[str, Any]]], sou
         "source": source,
         "rememberPerEvent": plain(remembered),
         "structuringPerEvent": plain(structured),
-        "steps": {name: plain(counts) for name, counts in step_totals.items()},
-        "rememberWcuPerEvent": counted(remembered, "wcu:") / n,
-        "structuringWcuPerEvent": counted(structured, "wcu:") / n,
-        "structuringWcuPerEventAtItemSize": (counted(structured, "wcu:") + repriced_units(structured, sizes))
+        "steps": {name: plain(counts) for name, counts in steps.items()},
+        "rememberWcuPerEvent": total(remembered, "wcu:") / n,
+        "structuringWcuPerEvent": total(structured, "wcu:") / n,
+        "structuringWcuPerEventAtItemSize": (total(structured, "wcu:") + repriced_units(structured, sizes))
         / n,
         "perEvent": per_event,
         "memoryItemsOver1KB": large,
-        "memoryItems": len(memory_sizes),
+        "memoryItems": len(run.memory_sizes),
+    }
+
+
+def write_counts_per_event(run: WritesRun, events: float) -> dict[str, float]:
+    """What structuring did per event: memories made, postings written, deleted and moved."""
+    stats, steps = run.stats, run.steps
+    return {
+        "structured memories": stats.memories / events,
+        "postings written by staging": (steps["stage"].get("actions:index:Put", 0.0) - stats.memories)
+        / events,
+        "postings deleted by unindexing the provisional memory": steps["unindex"].get(
+            "actions:index:Delete", 0.0
+        )
+        / events,
+        "postings moved to history": steps["history"].get("actions:index:Put", 0.0) / events,
+        "memories retired": (stats.superseded + stats.canceled) / events,
+        "cancelled transactions (whole run)": total(run.structured, "errors:")
+        + total(run.remembered, "errors:"),
     }
 
 
@@ -1286,11 +1374,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     data_path: Path = args.data
+    started = time.perf_counter()
     out = Output()
     out(
         f"# Kaibo structuring evaluation ({'quick' if args.quick else 'full'} run)",
         "",
-        f"Run {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} on {machine()}.",
+        f"Run {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} on {machine(*PACKAGES)}.",
         "",
         "How to read: section 1 is quality on hand-labelled scenarios (written alongside the rules, so it "
         "shows consistency more than generalisation); section 2 shows what the rules do on real chat, with "
@@ -1299,7 +1388,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "estimate of Bedrock prompt tokens, and `wait: true` latency on the local stack (not AWS).",
         "",
     )
-    results: dict[str, Any] = {"machine": machine(), "quick": args.quick}
+    results: dict[str, Any] = {"machine": machine(*PACKAGES), "quick": args.quick}
     cpu = CpuSamples(source="the scenarios' events")
     scenario_cpu = CpuSamples()
     results["scenarios"] = section_scenarios(out, scenario_cpu, data_path)
@@ -1313,7 +1402,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results["bedrock"] = section_bedrock(out, cpu)
     wait_texts, wait_source = cost_events(data_path, sizes.wait_calls + WAIT_WARMUP, "wait")
     results["wait"] = section_wait(out, wait_texts, wait_source)
-    elapsed = time.perf_counter() - _STARTED
+    elapsed = time.perf_counter() - started
     out(f"Done in {elapsed:.0f} s.")
     results["seconds"] = elapsed
     if args.json is not None:

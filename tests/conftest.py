@@ -47,13 +47,25 @@ class AwsStack:
         }
 
 
+#: pytest-timeout's budget for a test that starts the local stack (marked ``e2e``), instead of the
+#: suite's (``timeout`` in pyproject.toml): its first test also waits for the stack to start (up to
+#: 2 minutes, tests/e2e/test_local_stack.py), and its 8-process race takes ~100 s on 2 cores.
+E2E_TIMEOUT_SECONDS = 600
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("e2e") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_SECONDS))
+
+
 @pytest.fixture(autouse=True)
 def _collector_not_left_paused() -> Iterator[None]:
     """Importing a handler module pauses the garbage collector until a handler's first invocation
-    (kaibo_core/cold_start.py). A test process is no Lambda container: a test that imports a
+    (kaibo_core/runtime/cold_start.py). A test process is no Lambda container: a test that imports a
     handler without invoking one must not leave the rest of the run without collection."""
     yield
-    from kaibo_core import cold_start
+    from kaibo_core.runtime import cold_start
 
     cold_start.resume_collector()
 
@@ -61,7 +73,7 @@ def _collector_not_left_paused() -> Iterator[None]:
 @pytest.fixture(scope="session")
 def aws_stack() -> Iterator[AwsStack]:
     """The emulator (DynamoDB serialized) with the template's tables, shared by the session."""
-    from kaibo_core.api_keys import issue_admin_key
+    from kaibo_core.core.api_keys import issue_admin_key
     from kaibo_local.emulator import start_emulator
     from kaibo_local.template import create_tables, load_template
     from kaibo_local.workers import create_queues
@@ -93,13 +105,10 @@ def aws_stack() -> Iterator[AwsStack]:
 @pytest.fixture
 def handler_env(aws_stack: AwsStack, monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsStack]:
     """Environment of a deployed function, pointed at the emulator; per-container caches cleared."""
-    from kaibo_core.adapters.aws import dynamodb_client, sqs_client
-    from kaibo_core.settings import get_settings
+    from kaibo_core.runtime import wiring
 
     for name, value in aws_stack.function_env().items():
         monkeypatch.setenv(name, value)
-    for cache in (get_settings, dynamodb_client, sqs_client):
-        cache.cache_clear()
+    wiring.reset()
     yield aws_stack
-    for cache in (get_settings, dynamodb_client, sqs_client):
-        cache.cache_clear()
+    wiring.reset()

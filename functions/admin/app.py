@@ -4,30 +4,28 @@
 # annotations at run time to validate requests and build the OpenAPI document.
 
 # First of all: no garbage collection until the first invocation has returned (cold_start.py).
-from kaibo_core import cold_start  # isort: skip
+from kaibo_core.runtime import cold_start  # isort: skip
 
 cold_start.pause_collector()
 
-from functools import lru_cache
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from kaibo_core.adapters.aws import dynamodb_client
-from kaibo_core.adapters.dynamodb_projects import DynamoProjectStore
-from kaibo_core.http import ERROR_RESPONSES, create_resolver, principal, resolve
-from kaibo_core.models.api import (
+from kaibo_core.api import mapping
+from kaibo_core.api.models import (
     CreateKeyRequest,
     CreateKeyResponse,
     CreateProjectRequest,
     CreateProjectResponse,
 )
-from kaibo_core.observability import logger
+from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.runtime import wiring
+from kaibo_core.runtime.http import ERROR_RESPONSES, create_resolver, injected, principal, resolve
+from kaibo_core.runtime.observability import logger
 from kaibo_core.services.admin import AdminService
-from kaibo_core.settings import get_settings
-from kaibo_core.storage_keys import ProjectId
 
 app = create_resolver()
 
@@ -35,9 +33,8 @@ ProjectIdParam = Annotated[str, Path(pattern=r"^prj_[0-9A-Z]{26}$")]
 KeyIdParam = Annotated[str, Path(pattern=r"^[a-z0-9]{16}$")]
 
 
-@lru_cache(maxsize=1)
 def service() -> AdminService:
-    return AdminService(DynamoProjectStore(dynamodb_client(), get_settings().projects_table))
+    return injected(app, "service", AdminService, wiring.admin_service)
 
 
 @app.post(
@@ -49,8 +46,8 @@ def service() -> AdminService:
 def create_project(request: Annotated[CreateProjectRequest, Body()]) -> CreateProjectResponse:
     principal(app).require_admin()
     created = service().create_project(request.name, request.timeZone)
-    logger.info("project created", extra={"projectId": created.projectId, "keyId": created.keyId})
-    return created
+    logger.info("project created", extra={"projectId": created.key.project_id, "keyId": created.key.key_id})
+    return mapping.created_project(created)
 
 
 @app.post(
@@ -62,8 +59,8 @@ def create_project(request: Annotated[CreateProjectRequest, Body()]) -> CreatePr
 def create_key(project_id: ProjectIdParam, request: Annotated[CreateKeyRequest, Body()]) -> CreateKeyResponse:
     principal(app).require_admin()
     created = service().create_key(ProjectId(project_id), request.scopes)
-    logger.info("key created", extra={"projectId": project_id, "keyId": created.keyId})
-    return created
+    logger.info("key created", extra={"projectId": project_id, "keyId": created.key_id})
+    return mapping.created_key(created)
 
 
 @app.delete("/v1/admin/keys/<key_id>", summary="Revoke an API key", responses=ERROR_RESPONSES)
@@ -76,5 +73,7 @@ def revoke_key(key_id: KeyIdParam) -> Response[str]:
 
 @cold_start.resume_collector_after_first_invocation
 @logger.inject_lambda_context(log_event=False)
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return resolve(app, event, context)
+def lambda_handler(
+    event: dict[str, Any], context: LambdaContext, service: AdminService | None = None
+) -> dict[str, Any]:
+    return resolve(app, event, context, service=service)

@@ -4,34 +4,33 @@
 # annotations at run time to validate requests and build the OpenAPI document.
 
 # First of all: no garbage collection until the first invocation has returned (cold_start.py).
-from kaibo_core import cold_start  # isort: skip
+from kaibo_core.runtime import cold_start  # isort: skip
 
 cold_start.pause_collector()
 
-from functools import lru_cache
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from kaibo_core.adapters.aws import dynamodb_client
-from kaibo_core.adapters.dynamodb_events import DynamoEventStore
-from kaibo_core.http import ERROR_RESPONSES, create_resolver, principal, resolve
-from kaibo_core.limits import DEFAULT_EVENTS_PAGE, DEFAULT_STREAMS_PAGE, MAX_EVENTS_PAGE, MAX_STREAMS_PAGE
-from kaibo_core.models.api import EventsPage, StreamsPage
-from kaibo_core.observability import logger
+from kaibo_core.api import mapping
+from kaibo_core.api.models import EventsPage, StreamsPage
+from kaibo_core.core.limits import (
+    DEFAULT_EVENTS_PAGE,
+    DEFAULT_STREAMS_PAGE,
+    MAX_EVENTS_PAGE,
+    MAX_STREAMS_PAGE,
+)
+from kaibo_core.runtime import wiring
+from kaibo_core.runtime.http import ERROR_RESPONSES, create_resolver, injected, principal, resolve
+from kaibo_core.runtime.observability import logger
 from kaibo_core.services.streams import StreamsService
-from kaibo_core.settings import get_settings
 
 app = create_resolver()
 
 
-@lru_cache(maxsize=1)
 def service() -> StreamsService:
-    settings = get_settings()
-    return StreamsService(
-        DynamoEventStore(dynamodb_client(), settings.events_table, settings.idempotency_table)
-    )
+    return injected(app, "service", StreamsService, wiring.streams_service)
 
 
 @app.get("/v1/streams", summary="List the project's streams and their heads", responses=ERROR_RESPONSES)
@@ -40,7 +39,7 @@ def list_streams(
     limit: Annotated[int, Query(ge=1, le=MAX_STREAMS_PAGE)] = DEFAULT_STREAMS_PAGE,
 ) -> StreamsPage:
     project = principal(app).project_with_scope("read")
-    return service().heads_page(project, cursor, limit)
+    return mapping.streams_page(service().heads_page(project, cursor, limit))
 
 
 @app.get("/v1/streams/<stream>/events", summary="Page through a stream's events", responses=ERROR_RESPONSES)
@@ -50,10 +49,12 @@ def list_events(
     limit: Annotated[int, Query(ge=1, le=MAX_EVENTS_PAGE)] = DEFAULT_EVENTS_PAGE,
 ) -> EventsPage:
     project = principal(app).project_with_scope("read")
-    return service().events_page(project, stream, fromSeq, limit)
+    return mapping.events_page(service().events_page(project, stream, fromSeq, limit))
 
 
 @cold_start.resume_collector_after_first_invocation
 @logger.inject_lambda_context(log_event=False)
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return resolve(app, event, context)
+def lambda_handler(
+    event: dict[str, Any], context: LambdaContext, service: StreamsService | None = None
+) -> dict[str, Any]:
+    return resolve(app, event, context, service=service)

@@ -9,46 +9,38 @@
 # annotations at run time to validate requests and build the OpenAPI document.
 
 # First of all: no garbage collection until the first invocation has returned (cold_start.py).
-from kaibo_core import cold_start  # isort: skip
+from kaibo_core.runtime import cold_start  # isort: skip
 
 cold_start.pause_collector()
 
-from functools import lru_cache
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from kaibo_core.adapters.aws import dynamodb_client
-from kaibo_core.adapters.dynamodb_jobs import DynamoJobStore
-from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore
-from kaibo_core.http import ERROR_RESPONSES, create_resolver, principal, resolve
-from kaibo_core.models.api import ExplainRequest, ExplainResponse, JobOut, MemoryOut
-from kaibo_core.observability import logger
+from kaibo_core.api import mapping
+from kaibo_core.api.models import ExplainRequest, ExplainResponse, JobOut, MemoryOut
+from kaibo_core.runtime import wiring
+from kaibo_core.runtime.http import ERROR_RESPONSES, create_resolver, injected, principal, resolve
+from kaibo_core.runtime.observability import logger
 from kaibo_core.services.jobs import JobsService
 from kaibo_core.services.memories import MemoriesService
-from kaibo_core.settings import get_settings
 
 app = create_resolver()
 
 
-@lru_cache(maxsize=1)
-def service() -> MemoriesService:
-    settings = get_settings()
-    return MemoriesService(
-        DynamoMemoryStore(dynamodb_client(), settings.memories_table, settings.index_table)
-    )
+def memories() -> MemoriesService:
+    return injected(app, "memories", MemoriesService, wiring.memories_service)
 
 
-@lru_cache(maxsize=1)
 def jobs() -> JobsService:
-    return JobsService(DynamoJobStore(dynamodb_client(), get_settings().jobs_table))
+    return injected(app, "jobs", JobsService, wiring.jobs_service)
 
 
 @app.get("/v1/memories/<memory_id>", summary="Get one memory (any status)", responses=ERROR_RESPONSES)
 def get_memory(memory_id: str) -> MemoryOut:
     project = principal(app).project_with_scope("read")
-    return MemoryOut.model_validate(service().get(project, memory_id).as_served())
+    return mapping.memory_out(memories().get(project, memory_id))
 
 
 @app.post(
@@ -58,16 +50,21 @@ def get_memory(memory_id: str) -> MemoryOut:
 )
 def explain(request: Annotated[ExplainRequest, Body()]) -> ExplainResponse:
     project = principal(app).project_with_scope("read")
-    return ExplainResponse.model_validate(service().explain(project, request.memoryId))
+    return mapping.explain_response(memories().explain(project, request.memoryId))
 
 
 @app.get("/v1/jobs/<job_id>", summary="Get a structuring job", responses=ERROR_RESPONSES)
 def get_job(job_id: str) -> JobOut:
     project = principal(app).project_with_scope("read")
-    return JobOut.model_validate(jobs().get(project, job_id).as_served())
+    return mapping.job_out(jobs().get(project, job_id))
 
 
 @cold_start.resume_collector_after_first_invocation
 @logger.inject_lambda_context(log_event=False)
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return resolve(app, event, context)
+def lambda_handler(
+    event: dict[str, Any],
+    context: LambdaContext,
+    memories: MemoriesService | None = None,
+    jobs: JobsService | None = None,
+) -> dict[str, Any]:
+    return resolve(app, event, context, memories=memories, jobs=jobs)

@@ -10,42 +10,33 @@ the Python runtime deliver the whole stream at once when the function returns.
 # annotations at run time to validate requests and build the OpenAPI document.
 
 # First of all: no garbage collection until the first invocation has returned (cold_start.py).
-from kaibo_core import cold_start  # isort: skip
+from kaibo_core.runtime import cold_start  # isort: skip
 
 cold_start.pause_collector()
 
-from functools import lru_cache
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from kaibo_core.adapters.aws import dynamodb_client, dynamodb_reads
-from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
-from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore
-from kaibo_core.http import ERROR_RESPONSES, create_resolver, principal, resolve
-from kaibo_core.models.api import RecallRequest, RecallResponse
-from kaibo_core.observability import logger
+from kaibo_core.api import mapping
+from kaibo_core.api.models import RecallRequest, RecallResponse
+from kaibo_core.core.models.recall import RecallAnswer
+from kaibo_core.runtime import wiring
+from kaibo_core.runtime.http import ERROR_RESPONSES, create_resolver, injected, principal, resolve
+from kaibo_core.runtime.observability import logger
+from kaibo_core.runtime.streaming import SseWriter, response_stream, wants_event_stream
 from kaibo_core.services.recall import RecallService, RecallStats
-from kaibo_core.settings import get_settings
-from kaibo_core.streaming import SseWriter, response_stream, wants_event_stream
 
 app = create_resolver()
 
 
-@lru_cache(maxsize=1)
 def service() -> RecallService:
-    settings = get_settings()
-    client = dynamodb_client()
-    reads = dynamodb_reads(settings.direct_reads)
-    return RecallService(
-        DynamoTermIndex(reads, settings.index_table),
-        DynamoMemoryStore(client, settings.memories_table, settings.index_table, reads=reads),
-    )
+    return injected(app, "service", RecallService, wiring.recall_service)
 
 
-def _log(stats: RecallStats, answer: dict[str, Any]) -> None:
+def _log(stats: RecallStats, answer: RecallAnswer) -> None:
     # Numbers only: questions and memories are people's words and never reach the logs.
     logger.info(
         "recalled",
@@ -56,9 +47,9 @@ def _log(stats: RecallStats, answer: dict[str, Any]) -> None:
             "candidates": stats.candidates,
             "fetched": stats.fetched,
             "selected": stats.selected,
-            "items": len(answer["items"]),
-            "usedTokens": answer["usedTokens"],
-            "abstainReason": answer["abstain"].get("reason"),
+            "items": len(answer.items),
+            "usedTokens": answer.used_tokens,
+            "abstainReason": answer.abstain_reason,
         },
     )
 
@@ -78,16 +69,18 @@ def _log(stats: RecallStats, answer: dict[str, Any]) -> None:
 def recall(request: Annotated[RecallRequest, Body()]) -> RecallResponse | str:
     # ``| str``: the event stream's text, returned in a Response with its own content type.
     project = principal(app).project_with_scope("read")
+    query = mapping.recall_query(request)
     if not wants_event_stream(app.current_event.headers.get("accept")):
-        answer, stats = service().recall(project, request)
+        answer, stats = service().recall(project, query)
         _log(stats, answer)
-        return RecallResponse.model_validate(answer)
+        return mapping.recall_response(answer)
     sse = SseWriter(response_stream(app.lambda_context))
     answer, stats = service().recall(
-        project, request, on_candidates=lambda data: sse.emit("candidates", data)
+        project, query, on_candidates=lambda found: sse.emit("candidates", mapping.candidates_event(found))
     )
-    sse.emit("packed", {"items": answer["items"], "usedTokens": answer["usedTokens"]})
-    sse.emit("final", RecallResponse.model_validate(answer).model_dump(mode="json"))
+    body = mapping.recall_body(answer)
+    sse.emit("packed", mapping.packed_event(body))
+    sse.emit("final", RecallResponse.model_validate(body).model_dump(mode="json"))
     _log(stats, answer)
     return Response(  # type: ignore[return-value]  # Powertools passes a Response through
         status_code=200,
@@ -99,5 +92,7 @@ def recall(request: Annotated[RecallRequest, Body()]) -> RecallResponse | str:
 
 @cold_start.resume_collector_after_first_invocation
 @logger.inject_lambda_context(log_event=False)
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return resolve(app, event, context)
+def lambda_handler(
+    event: dict[str, Any], context: LambdaContext, service: RecallService | None = None
+) -> dict[str, Any]:
+    return resolve(app, event, context, service=service)

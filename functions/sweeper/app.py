@@ -6,25 +6,21 @@ once."""
 from __future__ import annotations
 
 # First of all: no garbage collection until the first invocation has returned (cold_start.py).
-from kaibo_core import cold_start  # isort: skip
+from kaibo_core.runtime import cold_start  # isort: skip
 
 cold_start.pause_collector()
 
 from datetime import timedelta
-from functools import lru_cache
 from typing import Any, Final
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from kaibo_core.adapters.aws import dynamodb_client, sqs_client
-from kaibo_core.adapters.dynamodb_jobs import DynamoJobStore
-from kaibo_core.adapters.sqs_jobs import SqsJobQueue
-from kaibo_core.clock import utc_now
-from kaibo_core.observability import logger, metrics
-from kaibo_core.services import sweeping
-from kaibo_core.services.sweeping import SweepResult
-from kaibo_core.settings import get_settings
+from kaibo_core.core.clock import utc_now
+from kaibo_core.runtime import wiring
+from kaibo_core.runtime.observability import logger, metrics
+from kaibo_core.runtime.settings import get_settings
+from kaibo_core.services.sweeping import Sweeper, SweepResult
 
 #: Jobs re-queued per shard and run at most (the next run takes the rest).
 MAX_PER_SHARD: Final = 500
@@ -32,19 +28,8 @@ MAX_PER_SHARD: Final = 500
 TIME_MARGIN_MS: Final = 2_000
 
 
-@lru_cache(maxsize=1)
-def stores() -> tuple[DynamoJobStore, SqsJobQueue]:
-    settings = get_settings()
-    return DynamoJobStore(dynamodb_client(), settings.jobs_table), SqsJobQueue(
-        sqs_client(), settings.structuring_queue_url
-    )
-
-
-def sweep(context: LambdaContext) -> SweepResult:
-    jobs, queue = stores()
-    return sweeping.sweep(
-        jobs,
-        queue,
+def sweep(sweeper: Sweeper, context: LambdaContext) -> SweepResult:
+    return sweeper.sweep(
         now=utc_now(),
         sweep_after=timedelta(seconds=get_settings().sweep_after_seconds),
         limit=MAX_PER_SHARD,
@@ -55,8 +40,12 @@ def sweep(context: LambdaContext) -> SweepResult:
 @cold_start.resume_collector_after_first_invocation
 @logger.inject_lambda_context(log_event=False)
 @metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:  # noqa: ARG001
-    result = sweep(context)
+def lambda_handler(
+    event: dict[str, Any],  # noqa: ARG001
+    context: LambdaContext,
+    sweeper: Sweeper | None = None,
+) -> dict[str, Any]:
+    result = sweep(sweeper or wiring.sweeper(), context)
     metrics.add_metric("JobsRequeued", MetricUnit.Count, result.sent)
     log = logger.info if result.complete else logger.warning
     log(

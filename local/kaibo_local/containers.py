@@ -8,7 +8,7 @@ really overlap — the races that matter on AWS (two remembers on one stream
 head) happen locally too, decided by the emulator's serialized DynamoDB.
 Workers inherit the environment the stack resolved from the template.
 
-Event streams (kaibo_core.streaming) cross the process boundary while the
+Event streams (kaibo_core.runtime.streaming) cross the process boundary while the
 handler runs: for an invocation whose context carries a response stream, the
 worker gets a picklable stand-in that puts ``("start", status, headers)`` and
 ``("chunk", bytes)`` messages on a queue of a multiprocessing manager (started
@@ -43,7 +43,7 @@ from multiprocessing.managers import SyncManager
 from types import FrameType
 from typing import Any
 
-from kaibo_core.streaming import ResponseStream
+from kaibo_core.runtime.streaming import ResponseStream
 from kaibo_local.gateway import Handler, IntegrationTimeoutError, LambdaContext
 from kaibo_local.template import FunctionSpec
 

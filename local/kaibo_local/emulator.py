@@ -38,12 +38,18 @@ Each exists because moto 5.2.5 differs from DynamoDB in a way our code can obser
    before it applied).
 
 4. **Pin check.** The replacement mirrors moto's function step by step (error types, messages,
-   reason format). ``PATCHED_FUNCTION_SHA256`` is the hash of the source it replaced, and
+   reason format). It is a ``kaibo_local.moto_speedups.MotoPatch``, like every change the emulator
+   makes to moto: ``PATCHED_FUNCTION_SHA256`` is the hash of the source it replaced, and
    ``install_patches()`` refuses to patch a different one: when moto changes, re-read its
    ``transact_write_items`` and re-check the replacement before updating the hash.
 
 5. **The backend looked up once per host name** (``HostCachingDispatcher``). moto's dispatcher
    lists its service directories on disk for every request, under a process-wide lock.
+
+6. **moto's read path sped up** (``kaibo_local.moto_speedups``, pinned the same way): a Query reads
+   only its partition instead of sorting the whole table, and Query and BatchGetItem results are
+   written with one ``json.dumps`` instead of moto's attribute-by-attribute serializer. Same
+   items, pages and documents as moto's (the bodies without optional spaces).
 
 In-process use: ``install_patches()`` also works under ``moto.mock_aws``; the replacement is only
 atomic if callers do not run DynamoDB operations concurrently (hold ``dynamodb_lock()`` when you
@@ -54,8 +60,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import hashlib
-import inspect
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -85,6 +89,9 @@ from moto.moto_server.werkzeug_app import (
 )
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from kaibo_local import moto_speedups
+from kaibo_local.moto_speedups import MotoPatch, source_sha256
+
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
@@ -92,13 +99,14 @@ __all__ = [
     "MAX_ITEM_BYTES",
     "MAX_TRANSACTION_ACTIONS",
     "MAX_TRANSACTION_BYTES",
+    "MOTO_PATCHES",
     "PATCHED_FUNCTION_SHA256",
     "SERIALIZE_DYNAMODB",
     "TRANSACTION_TOO_LARGE_MESSAGE",
+    "TRANSACT_WRITE_ITEMS",
     "Emulator",
     "HostCachingDispatcher",
     "SerializedDynamoDBApp",
-    "check_pin",
     "check_transaction_limits",
     "dynamodb_lock",
     "install_patches",
@@ -124,9 +132,7 @@ TRANSACTION_TOO_LARGE_MESSAGE: Final = "Transaction request cannot be larger tha
 SERIALIZE_DYNAMODB = True
 
 _DYNAMODB_LOCK: Final = threading.Lock()
-_PATCH_LOCK: Final = threading.Lock()
 _ACTION_TYPES: Final = frozenset({"ConditionCheck", "Put", "Delete", "Update"})
-_original_transact_write_items: Callable[..., None] | None = None
 
 # (Code, Message, Item) per action, as moto's TransactionCanceledException takes them.
 _Reason = tuple[str, str, dict[str, Any] | None] | tuple[None, None, None]
@@ -392,30 +398,27 @@ def check_transaction_limits(transact_items: list[dict[str, Any]]) -> None:
         raise MockValidationException(TRANSACTION_TOO_LARGE_MESSAGE)
 
 
-# --- 4. Installing the patch, pinned -------------------------------------------------------------
+# --- 4. Installing the patches, pinned ------------------------------------------------------------
 
+TRANSACT_WRITE_ITEMS: Final = MotoPatch(
+    DynamoDBBackend,
+    "transact_write_items",
+    transact_write_items,
+    PATCHED_FUNCTION_SHA256,
+    summary="transactions undone item by item, without a copy of each touched table",
+    recheck=(
+        "Re-read moto's DynamoDBBackend.transact_write_items and re-check "
+        "kaibo_local.emulator.transact_write_items against it"
+    ),
+)
 
-def source_sha256(function: Callable[..., Any]) -> str:
-    """sha256 of a function's source text, as ``PATCHED_FUNCTION_SHA256`` records it."""
-    return hashlib.sha256(inspect.getsource(function).encode()).hexdigest()
-
-
-def check_pin(function: Callable[..., Any]) -> None:
-    """Raise RuntimeError unless ``function`` is the moto code the replacement was written for."""
-    actual = source_sha256(function)
-    if actual != PATCHED_FUNCTION_SHA256:
-        raise RuntimeError(
-            f"moto's {function.__qualname__} changed (source sha256 {actual}, expected "
-            f"{PATCHED_FUNCTION_SHA256}): re-read it, re-check kaibo_local.emulator.transact_write_items "
-            "against it, then update PATCHED_FUNCTION_SHA256."
-        )
+#: Every change the emulator makes to moto's code, each pinned (``MotoPatch``).
+MOTO_PATCHES: Final = (TRANSACT_WRITE_ITEMS, *moto_speedups.SPEEDUPS)
 
 
 def original_transact_write_items() -> Callable[..., None]:
     """moto's own ``DynamoDBBackend.transact_write_items``, patched or not."""
-    if _original_transact_write_items is not None:
-        return _original_transact_write_items
-    function: Callable[..., None] = DynamoDBBackend.transact_write_items
+    function: Callable[..., None] = TRANSACT_WRITE_ITEMS.original()
     return function
 
 
@@ -435,25 +438,14 @@ def stop_tracking_dynamodb_models() -> None:
 
 
 def install_patches() -> None:
-    """Replace moto's ``transact_write_items`` (idempotent); RuntimeError if moto changed."""
-    global _original_transact_write_items  # noqa: PLW0603 - the patch is process-wide state
+    """Apply ``MOTO_PATCHES`` (idempotent); RuntimeError, and nothing patched, if moto changed."""
     stop_tracking_dynamodb_models()
-    with _PATCH_LOCK:
-        current = DynamoDBBackend.transact_write_items
-        if current is transact_write_items:
-            return
-        check_pin(current)
-        _original_transact_write_items = current
-        setattr(DynamoDBBackend, "transact_write_items", transact_write_items)  # noqa: B010
+    moto_speedups.install(MOTO_PATCHES)
 
 
 def uninstall_patches() -> None:
-    """Restore moto's own ``transact_write_items`` (for tests comparing against it)."""
-    global _original_transact_write_items  # noqa: PLW0603
-    with _PATCH_LOCK:
-        if _original_transact_write_items is not None:
-            setattr(DynamoDBBackend, "transact_write_items", _original_transact_write_items)  # noqa: B010
-            _original_transact_write_items = None
+    """Restore moto's own functions (for tests comparing against them)."""
+    moto_speedups.uninstall(MOTO_PATCHES)
 
 
 # --- The server ----------------------------------------------------------------------------------

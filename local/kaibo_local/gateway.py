@@ -26,7 +26,7 @@ principal. The local stack instead runs them in worker processes
 (kaibo_local.containers), one invocation per process at a time like Lambda
 containers, so requests really run concurrently.
 
-Event streams (kaibo_core.streaming): when the request's ``Accept`` asks for
+Event streams (kaibo_core.runtime.streaming): when the request's ``Accept`` asks for
 ``text/event-stream`` and the caller of ``handle`` offers a ``ResponseStream`` (the
 HTTP front does), the function's context carries it under ``STREAM_CONTEXT_ATTRIBUTE``.
 A function that starts it sends its status, headers and events to the client while
@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
-from kaibo_core.streaming import STREAM_CONTEXT_ATTRIBUTE, ResponseStream, wants_event_stream
+from kaibo_core.runtime.streaming import STREAM_CONTEXT_ATTRIBUTE, ResponseStream, wants_event_stream
 from kaibo_local.apigw_events import STAGE, rest_proxy_event
 from kaibo_local.template import FunctionSpec, RouteSpec, authorizer_function, function_specs
 
@@ -113,7 +113,7 @@ class LambdaContext:
 
     ``kaibo_response_stream`` (``STREAM_CONTEXT_ATTRIBUTE``) is the local stack's addition: a
     ``ResponseStream`` when the request asked for an event stream, else None (as good as absent
-    for ``kaibo_core.streaming.response_stream``). Whoever sends the context to another process
+    for ``kaibo_core.runtime.streaming.response_stream``). Whoever sends the context to another process
     replaces it with a picklable stream (kaibo_local.containers).
     """
 

@@ -21,7 +21,9 @@ import logging
 import sys
 import threading
 from collections.abc import Callable, Mapping
+from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from io import BufferedIOBase
 from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -107,6 +109,58 @@ class _ResponseStream:
             self._handler.close_connection = True
 
 
+def _read_body(headers: Message, rfile: BufferedIOBase) -> bytes:
+    """A request's body, by Content-Length or chunked transfer coding.
+
+    ``_TooLargeError`` for a body over ``MAX_REQUEST_BYTES`` (by its declared length: not read);
+    ``_BadRequestError`` for a body that cannot be read (bad length or framing).
+    """
+    if "chunked" in headers.get("Transfer-Encoding", "").lower():
+        return _read_chunked(rfile)
+    declared = headers.get_all("Content-Length") or []
+    if len(set(declared)) > 1:
+        raise _BadRequestError("conflicting Content-Length headers")
+    if not declared:
+        return b""
+    try:
+        length = int(declared[0])
+    except ValueError:
+        raise _BadRequestError(f"Content-Length {declared[0]!r}") from None
+    if length < 0:
+        raise _BadRequestError(f"Content-Length {length}")
+    if length > MAX_REQUEST_BYTES:
+        raise _TooLargeError
+    body = rfile.read(length)
+    if len(body) != length:
+        raise _BadRequestError("the body ended before Content-Length")
+    return body
+
+
+def _read_chunked(rfile: BufferedIOBase) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        line = rfile.readline(1024)
+        try:
+            size = int(line.split(b";", 1)[0].strip(), 16)
+        except ValueError:
+            raise _BadRequestError(f"chunk size {line[:40]!r}") from None
+        if size < 0:
+            raise _BadRequestError("negative chunk size")
+        if size == 0:
+            break
+        total += size
+        if total > MAX_REQUEST_BYTES:
+            raise _TooLargeError
+        chunk = rfile.read(size)
+        if len(chunk) != size or rfile.readline(1024) not in (b"\r\n", b"\n"):
+            raise _BadRequestError("bad chunk framing")
+        chunks.append(chunk)
+    while rfile.readline(1024) not in (b"\r\n", b"\n", b""):
+        pass  # trailer fields: ignored
+    return b"".join(chunks)
+
+
 def _handler_class(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
     class GatewayRequestHandler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -115,7 +169,7 @@ def _handler_class(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
 
         def _serve(self) -> None:
             try:
-                body = self._read_body()
+                body = _read_body(self.headers, self.rfile)
             except _TooLargeError:
                 self.close_connection = True  # the unread body must not be parsed as a request
                 self._send(gateway.gateway_response("REQUEST_TOO_LARGE", new_request_id()))
@@ -148,51 +202,6 @@ def _handler_class(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
                 self._send(gateway.gateway_response("REQUEST_TOO_LARGE", new_request_id()))
                 return False
             return super().handle_expect_100()
-
-        def _read_body(self) -> bytes:
-            if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-                return self._read_chunked()
-            declared = self.headers.get_all("Content-Length") or []
-            if len(set(declared)) > 1:
-                raise _BadRequestError("conflicting Content-Length headers")
-            if not declared:
-                return b""
-            try:
-                length = int(declared[0])
-            except ValueError:
-                raise _BadRequestError(f"Content-Length {declared[0]!r}") from None
-            if length < 0:
-                raise _BadRequestError(f"Content-Length {length}")
-            if length > MAX_REQUEST_BYTES:
-                raise _TooLargeError
-            body = self.rfile.read(length)
-            if len(body) != length:
-                raise _BadRequestError("the body ended before Content-Length")
-            return body
-
-        def _read_chunked(self) -> bytes:
-            chunks: list[bytes] = []
-            total = 0
-            while True:
-                line = self.rfile.readline(1024)
-                try:
-                    size = int(line.split(b";", 1)[0].strip(), 16)
-                except ValueError:
-                    raise _BadRequestError(f"chunk size {line[:40]!r}") from None
-                if size < 0:
-                    raise _BadRequestError("negative chunk size")
-                if size == 0:
-                    break
-                total += size
-                if total > MAX_REQUEST_BYTES:
-                    raise _TooLargeError
-                chunk = self.rfile.read(size)
-                if len(chunk) != size or self.rfile.readline(1024) not in (b"\r\n", b"\n"):
-                    raise _BadRequestError("bad chunk framing")
-                chunks.append(chunk)
-            while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
-                pass  # trailer fields: ignored
-            return b"".join(chunks)
 
         def _send(self, response: HttpResponse) -> None:
             self.send_response(response.status)

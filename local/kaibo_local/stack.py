@@ -33,7 +33,7 @@ import boto3
 from botocore.config import Config
 
 from kaibo_core.adapters.dynamodb_projects import DynamoProjectStore
-from kaibo_core.api_keys import issue_admin_key
+from kaibo_core.core.api_keys import issue_admin_key
 from kaibo_core.services.admin import AdminService
 from kaibo_local.containers import DEFAULT_CONTAINERS, ContainerPool
 from kaibo_local.emulator import Emulator, start_emulator
@@ -140,7 +140,7 @@ def start_stack(port: int = 3000, host: str = "127.0.0.1") -> LocalStack:
         for stop in reversed(stoppables):
             stop()
         raise
-    return LocalStack(emulator, front, admin_key, dev.apiKey, dev.projectId, stoppables)
+    return LocalStack(emulator, front, admin_key, dev.key.api_key, dev.key.project_id, stoppables)
 
 
 def main() -> int:

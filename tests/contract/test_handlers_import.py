@@ -1,6 +1,6 @@
 """Every function named in template.yaml imports the way Lambda imports it, and exposes its handler.
 
-Each also runs its cold start without the garbage collector (``kaibo_core/cold_start.py``): paused
+Each also runs its cold start without the garbage collector (``kaibo_core/runtime/cold_start.py``): paused
 before the heavy imports, on again once the first invocation has ended, however it ended.
 
 Lambda puts the function's code directory and the layer (``/opt/python``) on ``sys.path`` and
@@ -41,7 +41,7 @@ code_dir, layer_dir, module_name, handler_name = sys.argv[1:5]
 sys.path[:0] = [code_dir, layer_dir]
 
 import gc
-from kaibo_core import cold_start
+from kaibo_core.runtime import cold_start
 
 HEAVY = ("botocore", "pydantic", "aws_lambda_powertools")
 loaded_before_pause = []

@@ -66,7 +66,7 @@ def test_given_the_built_layer_then_imports_run_from_its_bytecode(built: Path, t
     shutil.copytree(built, layer)
     (layer / "kaibo_core" / "cold_start.py").write_text("raise RuntimeError('source compiled')\n")
     done = subprocess.run(
-        [sys.executable, "-S", "-c", "import kaibo_core.cold_start as m; print(m.__name__)"],
+        [sys.executable, "-S", "-c", "import kaibo_core.runtime.cold_start as m; print(m.__name__)"],
         env={"PYTHONPATH": str(layer), "PYTHONDONTWRITEBYTECODE": "1"},
         cwd=tmp_path,
         capture_output=True,
@@ -75,4 +75,4 @@ def test_given_the_built_layer_then_imports_run_from_its_bytecode(built: Path, t
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "kaibo_core.cold_start"
+    assert done.stdout.strip() == "kaibo_core.runtime.cold_start"

@@ -25,13 +25,12 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from kaibo_core import api_keys
-from kaibo_core.adapters.aws import dynamodb_client, sqs_client
 from kaibo_core.adapters.dynamodb_projects import DynamoProjectStore
-from kaibo_core.models.api import CreateProjectResponse
+from kaibo_core.core import api_keys
+from kaibo_core.core.models.keys import CreatedKey
+from kaibo_core.core.tenancy import Principal
+from kaibo_core.runtime import wiring
 from kaibo_core.services.admin import AdminService
-from kaibo_core.settings import get_settings
-from kaibo_core.tenancy import Principal
 from kaibo_local.emulator import Emulator, start_emulator
 from kaibo_local.template import (
     REPO_ROOT,
@@ -155,8 +154,8 @@ class LocalStack:
     def projects(self) -> DynamoProjectStore:
         return DynamoProjectStore(self.dynamodb, self.tables["ProjectsTable"])
 
-    def create_project(self, name: str = "contract") -> CreateProjectResponse:
-        return AdminService(self.projects).create_project(name)
+    def create_project(self, name: str = "contract") -> CreatedKey:
+        return AdminService(self.projects).create_project(name).key
 
     def invoke_function(self, spec: FunctionSpec, event: dict[str, Any]) -> Any:
         """Call the function's handler as Lambda would: its template environment, fresh caches."""
@@ -168,12 +167,7 @@ class LocalStack:
         for name, value in env.items():
             self.monkeypatch.setenv(name, value)
         module = importlib.import_module(spec.qualified_module)
-        get_settings.cache_clear()
-        dynamodb_client.cache_clear()
-        sqs_client.cache_clear()
-        for cached in ("service", "stores", "jobs"):
-            if hasattr(module, cached):
-                getattr(module, cached).cache_clear()
+        wiring.reset()
         handler: Callable[[dict[str, Any], Any], Any] = getattr(module, spec.handler_name)
         return handler(copy.deepcopy(event), FakeLambdaContext(function_name=f"kaibo-{spec.logical_id}"))
 
@@ -224,8 +218,7 @@ def stack(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Iterator[Local
     resources = {**create_tables(client, TEMPLATE, suffix), **create_queues(sqs, TEMPLATE, suffix)}
     admin_key, admin_key_hash = api_keys.issue_admin_key()
     yield LocalStack(resources, admin_key, admin_key_hash, client, monkeypatch)
-    get_settings.cache_clear()
-    dynamodb_client.cache_clear()
+    wiring.reset()
 
 
 # --- Setup per sample --------------------------------------------------------------------------------
@@ -257,11 +250,11 @@ def _job_exists(stack: LocalStack, event: dict[str, Any]) -> dict[str, Any]:
 
 
 def _project_exists(stack: LocalStack, event: dict[str, Any]) -> dict[str, Any]:
-    return with_path_parameter(event, "project_id", stack.create_project().projectId)
+    return with_path_parameter(event, "project_id", stack.create_project().project_id)
 
 
 def _key_exists(stack: LocalStack, event: dict[str, Any]) -> dict[str, Any]:
-    return with_path_parameter(event, "key_id", stack.create_project().keyId)
+    return with_path_parameter(event, "key_id", stack.create_project().key_id)
 
 
 PREPARE: dict[str, Callable[[LocalStack, dict[str, Any]], dict[str, Any]]] = {
@@ -445,20 +438,20 @@ def test_given_authorizer_sample_with_a_live_key_then_it_allows_project_routes_w
     stack: LocalStack,
 ) -> None:
     created = stack.create_project()
-    event = {**load_event("authorizer.json"), "authorizationToken": f"Bearer {created.apiKey}"}
+    event = {**load_event("authorizer.json"), "authorizationToken": f"Bearer {created.api_key}"}
 
     policy = stack.authorize(event)
 
     api_arn = event["methodArn"].split("/", 1)[0]
-    assert policy["principalId"] == created.keyId
+    assert policy["principalId"] == created.key_id
     assert policy["policyDocument"]["Statement"] == [
         {"Action": "execute-api:Invoke", "Effect": "Allow", "Resource": f"{api_arn}/*/*/v1/*"},
         {"Action": "execute-api:Invoke", "Effect": "Deny", "Resource": f"{api_arn}/*/*/v1/admin/*"},
     ]
     assert policy["context"] == {
         "role": "project",
-        "keyId": created.keyId,
-        "projectId": created.projectId,
+        "keyId": created.key_id,
+        "projectId": created.project_id,
         "scopes": "forget read write",
     }
 
@@ -482,7 +475,7 @@ def test_given_the_authorizers_answer_when_passed_on_then_the_handler_serves_tha
 ) -> None:
     created = stack.create_project()
     policy = stack.authorize(
-        {**load_event("authorizer.json"), "authorizationToken": f"Bearer {created.apiKey}"}
+        {**load_event("authorizer.json"), "authorizationToken": f"Bearer {created.api_key}"}
     )
 
     remembered = stack.invoke(with_authorizer_output(load_event("remember.json"), policy))

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from kaibo_core import api_keys
 from kaibo_core.adapters.dynamodb_events import STREAM_HEADS_INDEX
+from kaibo_core.core import api_keys
 from kaibo_local.template import (
     REPO_ROOT,
     TemplateError,
@@ -564,7 +564,7 @@ def test_given_the_outputs_then_they_name_the_api_url_tables_and_layer(template:
 def test_given_remember_with_wait_then_its_timeout_covers_the_wait_and_stays_under_the_gateways(
     template: dict[str, Any],
 ) -> None:
-    from kaibo_core.settings import Settings
+    from kaibo_core.runtime.settings import Settings
 
     timeout = template["Resources"]["RememberFunction"]["Properties"]["Timeout"]
     wait = Settings.model_fields["wait_seconds"].default
@@ -574,7 +574,7 @@ def test_given_remember_with_wait_then_its_timeout_covers_the_wait_and_stays_und
 def test_given_the_structuring_queue_then_poison_messages_reach_its_dead_letter_queue(
     template: dict[str, Any],
 ) -> None:
-    from kaibo_core.models.jobs import MAX_JOB_ATTEMPTS
+    from kaibo_core.core.models.jobs import MAX_JOB_ATTEMPTS
 
     queue = template["Resources"]["StructuringQueue"]["Properties"]
     consumer = template["Resources"]["StructureFunction"]["Properties"]

@@ -30,11 +30,7 @@ class Reply:
 
 
 def handler_module(name: str) -> ModuleType:
-    module = importlib.import_module(f"functions.{name}.app")
-    for cached in ("service", "stores", "jobs"):
-        if hasattr(module, cached):
-            getattr(module, cached).cache_clear()
-    return module
+    return importlib.import_module(f"functions.{name}.app")
 
 
 def project_context(project: str, scopes: str = "forget read write") -> dict[str, Any]:
@@ -62,7 +58,10 @@ def call(
     query: list[tuple[str, str]] | None = None,
     context: dict[str, Any] | None = None,
     headers: list[tuple[str, str]] | None = None,
+    services: dict[str, Any] | None = None,
 ) -> Reply:
+    """One request through the function's handler; ``services`` are injected into it
+    (``lambda_handler(event, context, **services)``), else the function wires its own."""
     payload = raw_body if raw_body is not None else (json.dumps(body) if body is not None else None)
     event = rest_proxy_event(
         method,
@@ -74,7 +73,7 @@ def call(
         body=payload,
         authorizer=context,
     )
-    result = handler_module(function).lambda_handler(event, FakeLambdaContext())
+    result = handler_module(function).lambda_handler(event, FakeLambdaContext(), **(services or {}))
     text = result.get("body") or ""
     response_headers = {
         **{name: values[-1] for name, values in (result.get("multiValueHeaders") or {}).items()},

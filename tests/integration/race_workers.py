@@ -16,10 +16,11 @@ import boto3
 from botocore.config import Config
 
 from kaibo_core.adapters.dynamodb_events import DynamoEventStore
-from kaibo_core.models.api import RememberRequest
-from kaibo_core.models.events import StreamHead
+from kaibo_core.api.mapping import new_events
+from kaibo_core.api.models import RememberRequest
+from kaibo_core.core.models.events import NewEvent, StreamHead
+from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.services.remember import RememberService
-from kaibo_core.storage_keys import ProjectId
 
 BARRIER_TIMEOUT_SECONDS = 60
 
@@ -60,6 +61,10 @@ class BarrierStore(DynamoEventStore):
         return head
 
 
+def _events(stream: str, key: str, text: str) -> list[NewEvent]:
+    return new_events(_request(stream, key, text))
+
+
 def _request(stream: str, key: str, text: str) -> RememberRequest:
     return RememberRequest.model_validate(
         {
@@ -78,7 +83,9 @@ def append_many(target: Target, barrier: threading.Barrier, writer: int, count: 
     for i in range(count):
         store.arm()
         outcome = service.remember(
-            ProjectId(target.project), _request(target.stream, f"w{writer}-{i}", f"{writer}/{i}")
+            ProjectId(target.project),
+            target.stream,
+            _events(target.stream, f"w{writer}-{i}", f"{writer}/{i}"),
         )
         conflicts += outcome.head_conflicts
         attempts += outcome.attempts
@@ -96,7 +103,7 @@ def send_same_key(target: Target, barrier: threading.Barrier, senders: int) -> l
     def send() -> None:
         store.arm()
         outcome = service.remember(
-            ProjectId(target.project), _request(target.stream, "the-one-key", "same text")
+            ProjectId(target.project), target.stream, _events(target.stream, "the-one-key", "same text")
         )
         event = outcome.events[0]
         with lock:

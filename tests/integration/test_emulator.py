@@ -118,6 +118,7 @@ def test_the_replaced_moto_function_is_the_pinned_one() -> None:
     assert DynamoDBBackend.transact_write_items is emulator.transact_write_items
     original = emulator.original_transact_write_items()
     assert emulator.source_sha256(original) == emulator.PATCHED_FUNCTION_SHA256
+    assert emulator.TRANSACT_WRITE_ITEMS.sha256 == emulator.PATCHED_FUNCTION_SHA256
 
 
 def test_install_patches_refuses_a_moto_function_it_was_not_written_for(
@@ -125,8 +126,8 @@ def test_install_patches_refuses_a_moto_function_it_was_not_written_for(
 ) -> None:
     emulator.uninstall_patches()
     try:
-        monkeypatch.setattr(emulator, "PATCHED_FUNCTION_SHA256", "0" * 64)
-        with pytest.raises(RuntimeError, match="re-check"):
+        monkeypatch.setattr(emulator.TRANSACT_WRITE_ITEMS, "sha256", "0" * 64)
+        with pytest.raises(RuntimeError, match=r"re-check kaibo_local\.emulator\.transact_write_items"):
             emulator.install_patches()
         assert DynamoDBBackend.transact_write_items is not emulator.transact_write_items
     finally:

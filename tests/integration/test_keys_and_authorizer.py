@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kaibo_core.storage_keys import api_key_key
+from kaibo_core.core.storage_keys import api_key_key
 from tests.integration.api import ADMIN_CONTEXT, FakeLambdaContext, call, handler_module, project_context
 
 METHOD_ARN = "arn:aws:execute-api:us-east-1:123456789012:abcdef1234/prod/POST/v1/remember"

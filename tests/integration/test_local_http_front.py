@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import http.client
-import importlib
 import json
 import socket
 import threading
@@ -15,7 +14,7 @@ import pytest
 
 from kaibo_local.gateway import MAX_REQUEST_BYTES, LocalGateway
 from kaibo_local.http_front import HttpFront
-from kaibo_local.template import function_specs, load_template
+from kaibo_local.template import load_template
 from tests.conftest import AwsStack
 
 TEMPLATE = load_template()
@@ -32,21 +31,11 @@ class Reply:
         return json.loads(self.raw) if self.raw else None
 
 
-def clear_handler_caches() -> None:
-    for spec in function_specs(TEMPLATE):
-        module = importlib.import_module(spec.qualified_module)
-        service = getattr(module, "service", None)
-        if service is not None:
-            service.cache_clear()
-
-
 @pytest.fixture
 def front(handler_env: AwsStack) -> Iterator[HttpFront]:
-    clear_handler_caches()
     server = HttpFront(LocalGateway(TEMPLATE), port=0).start()
     yield server
     server.stop()
-    clear_handler_caches()
 
 
 @pytest.fixture

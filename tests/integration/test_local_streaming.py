@@ -21,7 +21,7 @@ import pytest
 
 from kaibo.client import KaiboAPIError, KaiboClient
 from kaibo.sse import SseParser
-from kaibo_core.streaming import sse_event
+from kaibo_core.runtime.streaming import sse_event
 from kaibo_local.containers import ContainerPool
 from kaibo_local.gateway import LambdaContext, LocalGateway
 from kaibo_local.http_front import HttpFront

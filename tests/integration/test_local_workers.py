@@ -487,9 +487,31 @@ def test_given_a_started_timer_then_it_fires_repeatedly_until_stopped(
     assert len({event["id"] for event in handler.batches}) == stopped_at
 
 
-def test_given_timers_and_pollers_never_started_then_stop_returns_at_once(sqs: Any, queues: Queues) -> None:
-    ScheduleTimer(TICK, RecordingHandler()).stop()
-    QueuePoller(sqs, queues.trigger, queues.work, RecordingHandler()).stop()
+#: "At once": well under one poll round (a 1 s long poll) and the 5 s a stop waits for a running loop.
+STOP_AT_ONCE_SECONDS = 0.5
+
+
+def test_given_timers_and_pollers_never_started_then_stop_returns_at_once_and_runs_nothing(
+    sqs: Any, queues: Queues
+) -> None:
+    """The stack stops what it started so far when its start fails (kaibo_local/stack.py): a stop
+    must not wait for a loop that never ran, nor run one (no thread, no invocation, no receive)."""
+    send(sqs, queues.work, "untouched")
+    timer_handler, poller_handler = RecordingHandler(), RecordingHandler()
+    timer = ScheduleTimer(TICK, timer_handler, every_seconds=0.01)
+    poller = QueuePoller(sqs, queues.trigger, queues.work, poller_handler)
+    loop_names = {"schedule-Tick", f"poll-{queues.trigger.queue}"}
+    before = set(threading.enumerate())
+
+    deadline = time.monotonic() + STOP_AT_ONCE_SECONDS
+    timer.stop()
+    poller.stop()
+    assert time.monotonic() < deadline, "stop waited for a loop that was never started"
+
+    threading.Event().wait(0.2)  # twenty timer intervals: a loop started by stop would have run
+    assert [t.name for t in set(threading.enumerate()) - before if t.name in loop_names] == []
+    assert (timer.fired, timer_handler.batches, poller_handler.batches) == (0, [], [])
+    assert counts(sqs, queues.work) == (1, 0)  # still visible: nothing received it
 
 
 def test_given_a_non_positive_interval_then_the_timer_refuses_it() -> None:

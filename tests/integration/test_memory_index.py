@@ -11,13 +11,13 @@ from typing import Any, cast
 
 import pytest
 
-from kaibo_core import storage_keys
 from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
 from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore
 from kaibo_core.adapters.dynamodb_values import key
-from kaibo_core.indexing import TERMS_PER_TRANSACTION, memory_terms, plan_index
-from kaibo_core.models.memories import MemoryRecord, SourceEventRef
-from kaibo_core.storage_keys import ProjectId
+from kaibo_core.core import storage_keys
+from kaibo_core.core.indexing import TERMS_PER_TRANSACTION, memory_terms, plan_index
+from kaibo_core.core.models.memories import MemoryRecord, SourceEventRef
+from kaibo_core.core.storage_keys import ProjectId
 
 
 def new_project() -> ProjectId:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from kaibo_core import chain
-from kaibo_core.limits import MAX_EVENTS_PER_BATCH
+from kaibo_core.core import chain
+from kaibo_core.core.limits import MAX_EVENTS_PER_BATCH
 from tests.integration.api import Reply, call, project_context
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 
-from kaibo_core import chain
 from kaibo_core.adapters.dynamodb_events import DynamoEventStore
-from kaibo_core.storage_keys import ProjectId
+from kaibo_core.api.mapping import stored_event
+from kaibo_core.core import chain
+from kaibo_core.core.storage_keys import ProjectId
 from tests.integration import race_workers
 from tests.integration.race_workers import Target
 
@@ -39,7 +40,7 @@ def _all_events(aws_stack, target: Target) -> list[dict]:
     next_seq: int | None = 1
     while next_seq is not None:
         records, next_seq = store.page_events(ProjectId(target.project), target.stream, next_seq, 1000, 10**9)
-        served.extend(r.as_served() for r in records)
+        served.extend(stored_event(r) for r in records)
     return served
 
 

@@ -8,23 +8,24 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
-from kaibo_core import storage_keys
 from kaibo_core.adapters.dynamodb_events import DynamoEventStore
 from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
 from kaibo_core.adapters.dynamodb_jobs import DynamoJobStore
 from kaibo_core.adapters.dynamodb_structuring import DynamoStructuringStore
 from kaibo_core.adapters.dynamodb_values import key
-from kaibo_core.adapters.sqs_jobs import parse_job_message
-from kaibo_core.models.api import RecallRequest
+from kaibo_core.core import storage_keys
+from kaibo_core.core.job_messages import parse_job_message
+from kaibo_core.core.models.recall import RecallQuery
+from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.runtime import wiring
 from kaibo_core.services.recall import RecallService
+from kaibo_core.services.remember import RememberService
 from kaibo_core.services.structuring import StructuringService
-from kaibo_core.storage_keys import ProjectId
 from kaibo_local.workers import sqs_event
 from tests.fixtures.scripted_structurer import ScriptedStructurer
 from tests.integration.api import FakeLambdaContext, Reply, call, handler_module, project_context
@@ -35,13 +36,10 @@ DEADLINE_SECONDS = 20
 
 
 @pytest.fixture
-def scripted(handler_env: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """The structure function with a scripted structurer (these tests are about the pipeline)."""
-    module = handler_module("structure")
-    monkeypatch.setattr(module, "configured_structurer", lambda _settings: ScriptedStructurer())
-    module.service.cache_clear()
-    yield handler_env
-    module.service.cache_clear()
+def scripted(handler_env: Any) -> Any:
+    """The stack, for tests whose structure function runs a scripted structurer (``run_structure``):
+    these tests are about the pipeline, not the rules."""
+    return handler_env
 
 
 def stores(stack: Any) -> tuple[StructuringService, DynamoStructuringStore, DynamoJobStore]:
@@ -72,9 +70,14 @@ def take_job_messages(stack: Any, job_ids: set[str]) -> list[dict[str, Any]]:
     return list(found.values())
 
 
-def run_structure(stack: Any, messages: list[dict[str, Any]]) -> Any:
+def run_structure(stack: Any, messages: list[dict[str, Any]], *, as_deployed: bool = False) -> Any:
+    """The structure function on ``messages``: with a scripted structurer (injected), or the
+    deployment's own structurer (``as_deployed``)."""
     arn = f"arn:aws:sqs:us-east-1:123456789012:{stack.queues['StructuringQueue'].rsplit('/', 1)[-1]}"
-    return handler_module("structure").lambda_handler(sqs_event(messages, arn), FakeLambdaContext())
+    service = None if as_deployed else wiring.build_structuring_service(ScriptedStructurer())
+    return handler_module("structure").lambda_handler(
+        sqs_event(messages, arn), FakeLambdaContext(), service=service
+    )
 
 
 def get_job(project: str, job_id: str) -> Reply:
@@ -177,8 +180,6 @@ def own_tables(scripted: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     import secrets
     from dataclasses import replace
 
-    from kaibo_core.adapters.aws import dynamodb_client, sqs_client
-    from kaibo_core.settings import get_settings
     from kaibo_local.template import create_tables, load_template
     from kaibo_local.workers import create_queues
 
@@ -191,33 +192,34 @@ def own_tables(scripted: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     )
     for name, value in stack.function_env().items():
         monkeypatch.setenv(name, value)
-    for cache in (get_settings, dynamodb_client, sqs_client):
-        cache.cache_clear()
+    wiring.reset()
     return stack
 
 
 def test_given_a_lost_job_message_then_the_sweeper_requeues_it(
     own_tables: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kaibo_core.adapters.sqs_jobs import SqsJobQueue
-
     scripted = own_tables
 
-    def lost(self: Any, project: Any, job_id: str) -> None:
-        raise ConnectionError("SQS unreachable")
+    class LostMessages:
+        def send(self, project: Any, job_id: str) -> None:
+            raise ConnectionError("SQS unreachable")
 
+    losing = RememberService(wiring.event_store(), wiring.memory_store(), jobs=LostMessages())
     project = new_project()
-    with monkeypatch.context() as patched:
-        patched.setattr(SqsJobQueue, "send", lost)
-        reply = remember(project, {"stream": "chat-1", "events": [message("k1", "Ship on Friday")]})
+    reply = call(
+        "remember",
+        "POST",
+        "/v1/remember",
+        body={"stream": "chat-1", "events": [message("k1", "Ship on Friday")]},
+        context=project_context(project, "write"),
+        services={"service": losing},
+    )
     assert reply.status == 202  # acknowledged all the same
     job_id = reply.body["jobId"]
     monkeypatch.setenv("KAIBO_SWEEP_AFTER_SECONDS", "1")
-    from kaibo_core.settings import get_settings
-
-    get_settings.cache_clear()
+    wiring.reset()
     sweeper = handler_module("sweeper")
-    sweeper.stores.cache_clear()
     deadline = time.monotonic() + DEADLINE_SECONDS
     while time.monotonic() < deadline:
         if sweeper.lambda_handler({}, FakeLambdaContext())["requeued"]:
@@ -225,7 +227,6 @@ def test_given_a_lost_job_message_then_the_sweeper_requeues_it(
     messages = take_job_messages(scripted, {job_id})
     run_structure(scripted, messages)
     assert get_job(project, job_id).body["status"] == "done"
-    get_settings.cache_clear()
 
 
 def test_given_pending_jobs_then_the_sweeper_moves_each_on_only_from_where_it_read_it(
@@ -233,9 +234,9 @@ def test_given_pending_jobs_then_the_sweeper_moves_each_on_only_from_where_it_re
 ) -> None:
     from datetime import timedelta
 
-    from kaibo_core.clock import format_instant, parse_instant, utc_now
-    from kaibo_core.ids import job_id
-    from kaibo_core.models.jobs import EventLocation, JobRecord
+    from kaibo_core.core.clock import format_instant, parse_instant, utc_now
+    from kaibo_core.core.ids import job_id
+    from kaibo_core.core.models.jobs import EventLocation, JobRecord
 
     store = DynamoJobStore(own_tables.dynamodb, own_tables.tables["JobsTable"])
     created = utc_now() - timedelta(minutes=10)
@@ -366,14 +367,14 @@ def test_given_a_recall_racing_the_provisional_switch_then_it_sees_exactly_one_o
     recall = RecallService(
         DynamoTermIndex(handler_env.dynamodb, handler_env.tables["TermIndexTable"]), memories
     )
-    request = RecallRequest(question="quarterly budget review")
+    query = RecallQuery(question="quarterly budget review", budget=300)
     done = threading.Event()
     seen: list[list[str]] = []
 
     def keep_recalling() -> None:
         while not done.is_set():
-            answer, _ = recall.recall(project, request)
-            seen.append([item["memoryId"] for item in answer["items"]])
+            answer, _ = recall.recall(project, query)
+            seen.append([hit.memory.id for hit in answer.items])
 
     watcher = threading.Thread(target=keep_recalling)
     watcher.start()
@@ -382,8 +383,8 @@ def test_given_a_recall_racing_the_provisional_switch_then_it_sees_exactly_one_o
     finally:
         done.set()
         watcher.join()
-    answer, _ = recall.recall(project, request)
-    seen.append([item["memoryId"] for item in answer["items"]])
+    answer, _ = recall.recall(project, query)
+    seen.append([hit.memory.id for hit in answer.items])
     pair = {provisional_id, f"{provisional_id}-1"}
     assert seen
     assert all(len(pair & set(ids)) == 1 for ids in seen), seen
@@ -444,9 +445,7 @@ def test_given_a_project_time_zone_then_the_structure_function_resolves_dates_in
         project,
         {"stream": "s", "events": [message("k1", "The demo is tomorrow", occurredAt="2026-06-02T23:30:00Z")]},
     )
-    run_structure(
-        handler_env, take_job_messages(handler_env, {reply.body["jobId"]})
-    )  # the rules, as deployed
+    run_structure(handler_env, take_job_messages(handler_env, {reply.body["jobId"]}), as_deployed=True)
     job = get_job(project, reply.body["jobId"]).body
     assert job["status"] == "done"
     contents = [get_memory(project, m).body["content"] for m in job["memoryIds"]]

@@ -12,7 +12,7 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from kaibo_core.adapters.bedrock_structurer import BedrockStructurer
-from kaibo_core.structuring.drafts import (
+from kaibo_core.core.structuring.drafts import (
     MAX_DRAFTS_PER_EVENT,
     MAX_LINKS_PER_EVENT,
     CandidateMemory,
@@ -20,7 +20,7 @@ from kaibo_core.structuring.drafts import (
     Link,
     MemoryDraft,
 )
-from kaibo_core.structuring.model_output import (
+from kaibo_core.core.structuring.model_output import (
     OUTPUT_SCHEMA,
     SYSTEM_PROMPT,
     TOOL_NAME,

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kaibo_core.ranking import DEFAULT_PARAMS, Bm25Params, bm25_score, idf
+from kaibo_core.core.ranking import DEFAULT_PARAMS, Bm25Params, bm25_score, idf
 
 PROPERTY = settings(max_examples=200, deadline=None, derandomize=True)
 
-# A 3-document corpus, already analyzed (terms as kaibo_core.text.analyze gives them).
+# A 3-document corpus, already analyzed (terms as kaibo_core.core.text.analyze gives them).
 D1 = ["releas", "move", "juli"]  # |d1| = 3
 D2 = ["releas", "releas", "review", "friday", "team"]  # |d2| = 5
 D3 = ["lunch", "friday"]  # |d3| = 2

@@ -1,7 +1,7 @@
 """Invariant 1 (the chain), property-based: any appended history verifies; any change to it does not.
 
 Chains are built by the service's own pure code (``chain_records``) and served
-as the events endpoint serves them (``EventRecord.as_served``). Each property is
+as the events endpoint serves them (``kaibo_core.api.mapping.stored_event``). Each property is
 checked twice: against ``ChainVerifier`` directly, and through the JSON wire
 form and the client's ``kaibo.verify.verify_events`` (what ``kaibo verify`` runs).
 """
@@ -18,13 +18,14 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from kaibo.verify import verify_events
-from kaibo_core import chain
-from kaibo_core.chain import ChainProblem, ChainVerifier
-from kaibo_core.clock import format_instant
-from kaibo_core.limits import STREAM_NAME_PATTERN
-from kaibo_core.models.events import EventRecord, StreamHead
+from kaibo_core.api.mapping import stored_event
+from kaibo_core.core import chain
+from kaibo_core.core.chain import ChainProblem, ChainVerifier
+from kaibo_core.core.clock import format_instant
+from kaibo_core.core.limits import STREAM_NAME_PATTERN
+from kaibo_core.core.models.events import EventRecord, StreamHead
+from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.services.remember import PlannedEvent, chain_records
-from kaibo_core.storage_keys import ProjectId
 
 PROPERTY = settings(
     max_examples=50,
@@ -155,7 +156,7 @@ def chains(draw: st.DrawFn, values: st.SearchStrategy[Any] = json_values, max_ba
 
 
 def served(records: Sequence[EventRecord]) -> list[dict[str, Any]]:
-    return [record.as_served() for record in records]
+    return [stored_event(record) for record in records]
 
 
 def verify_direct(

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kaibo_core import cold_start
+from kaibo_core.runtime import cold_start
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kaibo_core.indexing import (
+from kaibo_core.core.indexing import (
+    CORPUS_SHARDS,
     DF_SHARDS,
     TERMS_PER_TRANSACTION,
     decode_posting,
@@ -15,9 +16,9 @@ from kaibo_core.indexing import (
     plan_index,
     shard_of,
 )
-from kaibo_core.limits import DYNAMODB_MAX_TRANSACTION_ACTIONS
-from kaibo_core.models.memories import Posting
-from kaibo_core.text import analyze
+from kaibo_core.core.limits import DYNAMODB_MAX_TRANSACTION_ACTIONS
+from kaibo_core.core.models.memories import Posting
+from kaibo_core.core.text import analyze
 
 
 def test_given_a_text_then_each_distinct_term_once_with_its_frequency() -> None:
@@ -33,8 +34,37 @@ def test_given_more_occurrences_or_a_shorter_text_then_a_higher_impact() -> None
     assert 0 < impact(1, 10_000) < impact(1000, 1) <= 99_999
 
 
+#: crc32 values of memory ids, computed once and pinned (see the test below).
+PINNED_CRC32 = {
+    "mem_1": 2273991170,
+    "mem_2": 511904696,
+    "mem_3": 1770273582,
+    "mem_01JTESTE2E0000000000000000": 1491682792,
+    "mem_01J9Z3K4M5N6P7Q8R9S0T1V2W3": 3102396154,
+    "mem_\u00e9": 3037437064,  # the id's UTF-8 bytes are hashed
+}
+PINNED_SHARDS = {
+    "mem_1": 2,
+    "mem_2": 0,
+    "mem_3": 6,
+    "mem_4": 5,
+    "mem_01JTESTE2E0000000000000000": 0,
+    "mem_01J9Z3K4M5N6P7Q8R9S0T1V2W3": 2,
+    "mem_\u00e9": 0,
+}
+
+
 def test_given_a_memory_then_its_shards_are_stable_and_in_range() -> None:
-    assert shard_of("mem_1", DF_SHARDS) == shard_of("mem_1", DF_SHARDS)
+    """A memory's shard is part of stored keys: indexing adds to df and corpus shard k, and
+    retiring it later (in another process, maybe another deployment) subtracts from the shard
+    computed then. So ``shard_of`` must give the same answer in every process and every
+    release, unlike ``hash()`` (salted per process): these values were computed once and pinned.
+    Changing the hash or the shard count re-shards stored counters and needs a migration."""
+    assert DF_SHARDS == CORPUS_SHARDS == 8
+    assert {m: shard_of(m, 2**32) for m in PINNED_CRC32} == PINNED_CRC32
+    assert {m: shard_of(m, DF_SHARDS) for m in PINNED_SHARDS} == PINNED_SHARDS
+    plan = plan_index("mem_3", analyze("Release moved to July 17."))
+    assert (plan.df_shard, plan.corpus_shard) == (6, 6)
     assert {shard_of(f"mem_{n}", DF_SHARDS) for n in range(200)} == set(range(DF_SHARDS))
 
 

@@ -1,4 +1,4 @@
-"""RFC 8785 (JCS) conformance of ``kaibo_core.chain.canonicalize``: the RFC's own examples."""
+"""RFC 8785 (JCS) conformance of ``kaibo_core.core.chain.canonicalize``: the RFC's own examples."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kaibo_core.chain import NotCanonicalizableError, canonical_payload, canonicalize
+from kaibo_core.core.chain import NotCanonicalizableError, canonical_payload, canonicalize
 
 # RFC 8785 §3.2.2, the input as JSON text (so the numbers go through a JSON parser as in the RFC).
 RFC_SAMPLE_INPUT = r"""{

@@ -17,9 +17,9 @@ from urllib.parse import quote, unquote
 
 import pytest
 
+from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.core.tenancy import Principal
 from kaibo_core.services.authorization import policy_for
-from kaibo_core.storage_keys import ProjectId
-from kaibo_core.tenancy import Principal
 from kaibo_local.gateway import (
     MAX_REQUEST_BYTES,
     Handler,

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from kaibo_core.models.events import EventRecord
-from kaibo_core.provisional import provisional_memory, provisional_memory_id, provisional_text
+from kaibo_core.core.models.events import EventRecord
+from kaibo_core.core.provisional import provisional_memory, provisional_memory_id, provisional_text
 
 
 def event(kind: str, payload: dict[str, object] | None, **fields: object) -> EventRecord:

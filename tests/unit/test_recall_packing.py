@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kaibo_core.recall.packing import (
+from kaibo_core.core.recall.packing import (
     MAX_SENTENCE_TOKENS,
     MIN_SUMMARY_TOKENS,
     SUMMARY_SEPARATOR,
@@ -20,8 +20,8 @@ from kaibo_core.recall.packing import (
     summarize,
     summary_spans,
 )
-from kaibo_core.text import analyze, query_terms
-from kaibo_core.tokens import count_tokens
+from kaibo_core.core.text import analyze, query_terms
+from kaibo_core.core.tokens import count_tokens
 
 PROPERTY = settings(max_examples=200, deadline=None, derandomize=True)
 

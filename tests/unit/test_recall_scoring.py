@@ -7,9 +7,9 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kaibo_core.models.memories import CorpusStats, Posting
-from kaibo_core.ranking import bm25_score
-from kaibo_core.recall.scoring import RecallFilters, score_postings, term_weights, visible
+from kaibo_core.core.models.memories import CorpusStats, Posting
+from kaibo_core.core.ranking import bm25_score
+from kaibo_core.core.recall.scoring import RecallFilters, score_postings, term_weights, visible
 
 NOW = 1_780_000_000_000
 

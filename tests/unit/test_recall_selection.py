@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kaibo_core.recall import packing, selection
-from kaibo_core.recall.selection import (
+from kaibo_core.core.recall import packing, selection
+from kaibo_core.core.recall.selection import (
     NEGATION_TERMS,
     Ranked,
     SelectionParams,
@@ -19,7 +19,7 @@ from kaibo_core.recall.selection import (
     normalized_text,
     smallest_set,
 )
-from kaibo_core.text import analyze
+from kaibo_core.core.text import analyze
 
 PROPERTY = settings(max_examples=200, deadline=None, derandomize=True)
 
@@ -293,6 +293,6 @@ def test_pure_modules_import_only_the_standard_library_and_kaibo_core(module: Mo
     roots = {name.split(".")[0] for name in imported}
     assert roots <= ALLOWED_IMPORTS
     assert {name for name in imported if name.startswith("kaibo_core")} <= {
-        "kaibo_core.text",
-        "kaibo_core.tokens",
+        "kaibo_core.core.text",
+        "kaibo_core.core.tokens",
     }

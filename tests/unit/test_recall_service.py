@@ -12,14 +12,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kaibo_core.adapters.memory_memories import InMemoryMemoryStore
-from kaibo_core.clock import format_instant
-from kaibo_core.errors import UnprocessableError
-from kaibo_core.models.api import RecallRequest, RecallResponse
-from kaibo_core.models.memories import MemoryRecord, SourceEventRef
-from kaibo_core.recall.packing import SUMMARY_SEPARATOR
-from kaibo_core.services.recall import ABSTAIN_MESSAGES, RecallParams, RecallService
-from kaibo_core.storage_keys import ProjectId
-from kaibo_core.tokens import count_tokens
+from kaibo_core.api.mapping import citations, recall_body, recall_query
+from kaibo_core.api.models import RecallRequest, RecallResponse
+from kaibo_core.core.clock import format_instant
+from kaibo_core.core.errors import UnprocessableError
+from kaibo_core.core.models.memories import MemoryRecord, SourceEventRef
+from kaibo_core.core.models.recall import ABSTAIN_MESSAGES, RecallQuery
+from kaibo_core.core.recall.packing import SUMMARY_SEPARATOR
+from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.core.tokens import count_tokens
+from kaibo_core.services.recall import RecallParams, RecallService
 
 PROJECT = ProjectId("prj_test")
 NOW = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
@@ -58,9 +60,11 @@ class Memories:
 
     def recall(self, question: str, params: RecallParams | None = None, **body: Any) -> dict[str, Any]:
         service = RecallService(self.store, self.store, clock=lambda: NOW, params=params)
-        answer, _ = service.recall(PROJECT, RecallRequest.model_validate({"question": question, **body}))
-        RecallResponse.model_validate(answer)  # the wire model accepts it
-        return answer
+        query = recall_query(RecallRequest.model_validate({"question": question, **body}))
+        answer, _ = service.recall(PROJECT, query)
+        served = recall_body(answer)
+        RecallResponse.model_validate(served)  # the wire model accepts it
+        return served
 
 
 def ids(answer: dict[str, Any]) -> list[str]:
@@ -87,7 +91,7 @@ def test_given_a_matching_memory_then_it_is_quoted_with_exactly_its_citations(me
     assert item["text"] == target.content
     assert item["tokens"] == count_tokens(target.content or "")
     assert answer["usedTokens"] == item["tokens"]
-    assert item["citations"] == [ref.as_served() for ref in refs]
+    assert item["citations"] == citations(refs)
 
 
 def test_given_superseded_and_future_memories_then_only_what_was_valid_at_as_of_answers(
@@ -211,7 +215,7 @@ def test_given_a_long_memory_and_a_small_budget_then_a_verbatim_summary(memories
 def test_given_an_invalid_as_of_then_422() -> None:
     service = RecallService(InMemoryMemoryStore(), InMemoryMemoryStore(), clock=lambda: NOW)
     with pytest.raises(UnprocessableError) as caught:
-        service.recall(PROJECT, RecallRequest(question="x y", asOf="yesterday"))
+        service.recall(PROJECT, RecallQuery(question="x y", budget=300, as_of="yesterday"))
     assert caught.value.code == "invalid_timestamp"
 
 

@@ -8,19 +8,20 @@ from typing import Any
 
 import pytest
 
-from kaibo_core import chain
 from kaibo_core.adapters.memory_events import InMemoryEventStore
-from kaibo_core.errors import (
+from kaibo_core.api.mapping import new_events, stored_event
+from kaibo_core.api.models import RememberRequest
+from kaibo_core.core import chain
+from kaibo_core.core.errors import (
     ConflictError,
     PayloadTooLargeError,
     TooManyRequestsError,
     UnprocessableError,
 )
-from kaibo_core.limits import MAX_PAYLOAD_BYTES
-from kaibo_core.models.api import RememberRequest
-from kaibo_core.models.events import EventRecord, StreamHead
+from kaibo_core.core.limits import MAX_PAYLOAD_BYTES
+from kaibo_core.core.models.events import EventRecord, NewEvent, StreamHead
+from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.services.remember import RememberService
-from kaibo_core.storage_keys import ProjectId
 
 PROJECT = ProjectId("prj_01JTEST0000000000000000000")
 NOW = datetime(2026, 6, 2, 9, 30, tzinfo=UTC)
@@ -30,8 +31,10 @@ def message(key: str, text: str = "hello", **extra: Any) -> dict[str, Any]:
     return {"idempotencyKey": key, "kind": "message", "payload": {"role": "user", "text": text}, **extra}
 
 
-def request(*events: dict[str, Any], stream: str = "chat-42") -> RememberRequest:
-    return RememberRequest.model_validate({"stream": stream, "events": list(events)})
+def request(*events: dict[str, Any], stream: str = "chat-42") -> tuple[str, list[NewEvent]]:
+    """The stream and events of a remember body, as the API layer hands them to the service."""
+    body = RememberRequest.model_validate({"stream": stream, "events": list(events)})
+    return body.stream, new_events(body)
 
 
 def make_service(
@@ -44,13 +47,13 @@ def make_service(
 def verify(records: Sequence[EventRecord], stream: str = "chat-42") -> chain.ChainProblem | None:
     verifier = chain.ChainVerifier(stream)
     for record in records:
-        verifier.feed(record.as_served())
+        verifier.feed(stored_event(record))
     return verifier.finish()
 
 
 def test_given_new_stream_when_remembering_a_batch_then_seqs_start_at_one_and_chain_verifies() -> None:
     service, store = make_service()
-    outcome = service.remember(PROJECT, request(message("a"), message("b"), message("c")))
+    outcome = service.remember(PROJECT, *request(message("a"), message("b"), message("c")))
     assert [e.record.seq for e in outcome.events] == [1, 2, 3]
     assert outcome.events[0].record.prev_hash == chain.GENESIS_PREV_HASH
     assert [e.replayed for e in outcome.events] == [False, False, False]
@@ -59,7 +62,7 @@ def test_given_new_stream_when_remembering_a_batch_then_seqs_start_at_one_and_ch
 
 def test_given_events_when_remembering_then_header_commits_to_salted_digest_not_payload() -> None:
     service, _ = make_service()
-    record = service.remember(PROJECT, request(message("a", "secret words"))).events[0].record
+    record = service.remember(PROJECT, *request(message("a", "secret words"))).events[0].record
     assert "secret words" not in chain.canonicalize(record.header()).decode()
     assert record.salt is not None
     assert record.canonical_payload is not None
@@ -68,14 +71,14 @@ def test_given_events_when_remembering_then_header_commits_to_salted_digest_not_
 
 def test_given_no_occurred_at_when_remembering_then_it_defaults_to_received_time() -> None:
     service, _ = make_service()
-    record = service.remember(PROJECT, request(message("a"))).events[0].record
+    record = service.remember(PROJECT, *request(message("a"))).events[0].record
     assert record.occurred_at == record.received_at == "2026-06-02T09:30:00.000Z"
 
 
 def test_given_offset_timestamp_when_remembering_then_occurred_at_is_normalized_to_utc_millis() -> None:
     service, _ = make_service()
     record = (
-        service.remember(PROJECT, request(message("a", occurredAt="2026-06-02T11:00:00+02:00")))
+        service.remember(PROJECT, *request(message("a", occurredAt="2026-06-02T11:00:00+02:00")))
         .events[0]
         .record
     )
@@ -84,8 +87,8 @@ def test_given_offset_timestamp_when_remembering_then_occurred_at_is_normalized_
 
 def test_given_a_used_key_when_replayed_then_original_returns_and_nothing_appends() -> None:
     service, store = make_service()
-    first = service.remember(PROJECT, request(message("a"))).events[0]
-    again = service.remember(PROJECT, request(message("a"), message("b")))
+    first = service.remember(PROJECT, *request(message("a"))).events[0]
+    again = service.remember(PROJECT, *request(message("a"), message("b")))
     assert again.events[0].replayed is True
     assert again.events[0].record == first.record
     assert again.events[1].replayed is False
@@ -97,9 +100,9 @@ def test_given_a_used_key_when_sent_with_another_payload_then_409_and_nothing_of
     None
 ):
     service, store = make_service()
-    service.remember(PROJECT, request(message("a", "original")))
+    service.remember(PROJECT, *request(message("a", "original")))
     with pytest.raises(ConflictError) as caught:
-        service.remember(PROJECT, request(message("b"), message("a", "different")))
+        service.remember(PROJECT, *request(message("b"), message("a", "different")))
     assert caught.value.code == "idempotency_key_reused"
     assert caught.value.details["index"] == 1
     assert len(store.events[(PROJECT, "chat-42")]) == 1
@@ -107,15 +110,15 @@ def test_given_a_used_key_when_sent_with_another_payload_then_409_and_nothing_of
 
 def test_given_a_key_used_in_another_stream_when_reused_then_409() -> None:
     service, _ = make_service()
-    service.remember(PROJECT, request(message("a"), stream="one"))
+    service.remember(PROJECT, *request(message("a"), stream="one"))
     with pytest.raises(ConflictError):
-        service.remember(PROJECT, request(message("a"), stream="two"))
+        service.remember(PROJECT, *request(message("a"), stream="two"))
 
 
 def test_given_keys_when_other_project_uses_them_then_they_are_independent() -> None:
     service, _ = make_service()
-    service.remember(PROJECT, request(message("a")))
-    other = service.remember(ProjectId("prj_01JOTHER000000000000000000"), request(message("a")))
+    service.remember(PROJECT, *request(message("a")))
+    other = service.remember(ProjectId("prj_01JOTHER000000000000000000"), *request(message("a")))
     assert other.events[0].replayed is False
     assert other.events[0].record.seq == 1
 
@@ -123,7 +126,7 @@ def test_given_keys_when_other_project_uses_them_then_they_are_independent() -> 
 def test_given_duplicate_keys_in_one_batch_then_422_before_any_write() -> None:
     service, store = make_service()
     with pytest.raises(UnprocessableError) as caught:
-        service.remember(PROJECT, request(message("a"), message("a")))
+        service.remember(PROJECT, *request(message("a"), message("a")))
     assert caught.value.code == "duplicate_idempotency_key"
     assert store.append_calls == 0
 
@@ -131,17 +134,17 @@ def test_given_duplicate_keys_in_one_batch_then_422_before_any_write() -> None:
 def test_given_occurred_at_far_in_future_then_422_before_any_write() -> None:
     service, store = make_service()
     with pytest.raises(UnprocessableError) as caught:
-        service.remember(PROJECT, request(message("a", occurredAt="2026-06-02T09:36:00Z")))
+        service.remember(PROJECT, *request(message("a", occurredAt="2026-06-02T09:36:00Z")))
     assert caught.value.code == "occurred_at_in_future"
     assert store.append_calls == 0
-    assert service.remember(PROJECT, request(message("b", occurredAt="2026-06-02T09:34:59Z"))).events
+    assert service.remember(PROJECT, *request(message("b", occurredAt="2026-06-02T09:34:59Z"))).events
 
 
 @pytest.mark.parametrize("bad", ["2026-06-02T09:30:00", "yesterday", "2026-13-01T00:00:00Z"])
 def test_given_unparseable_or_naive_timestamp_then_422(bad: str) -> None:
     service, _ = make_service()
     with pytest.raises(UnprocessableError) as caught:
-        service.remember(PROJECT, request(message("a", occurredAt=bad)))
+        service.remember(PROJECT, *request(message("a", occurredAt=bad)))
     assert caught.value.code == "invalid_timestamp"
 
 
@@ -151,7 +154,7 @@ def test_given_payload_without_canonical_form_then_422_before_any_write(value: o
     event = message("a")
     event["payload"]["extra"] = value
     with pytest.raises(UnprocessableError) as caught:
-        service.remember(PROJECT, request(message("ok"), event))
+        service.remember(PROJECT, *request(message("ok"), event))
     assert caught.value.code == "not_canonicalizable"
     assert store.append_calls == 0
 
@@ -159,7 +162,7 @@ def test_given_payload_without_canonical_form_then_422_before_any_write(value: o
 def test_given_payload_over_the_limit_then_413_before_any_write() -> None:
     service, store = make_service()
     with pytest.raises(PayloadTooLargeError) as caught:
-        service.remember(PROJECT, request(message("a", "x" * MAX_PAYLOAD_BYTES)))
+        service.remember(PROJECT, *request(message("a", "x" * MAX_PAYLOAD_BYTES)))
     assert caught.value.code == "event_too_large"
     assert store.append_calls == 0
 
@@ -179,7 +182,7 @@ class RacingStore(InMemoryEventStore):
             self.rival += 1
             rival, _ = make_service(self)
             self.races, saved = 0, self.races
-            rival.remember(project, request(message(f"rival-{self.rival}"), stream=stream))
+            rival.remember(project, *request(message(f"rival-{self.rival}"), stream=stream))
             self.races = saved
         return head
 
@@ -187,7 +190,7 @@ class RacingStore(InMemoryEventStore):
 def test_given_a_rival_writer_when_head_moves_then_append_retries_and_chain_stays_whole() -> None:
     store = RacingStore(races=3)
     service, _ = make_service(store)
-    outcome = service.remember(PROJECT, request(message("mine")))
+    outcome = service.remember(PROJECT, *request(message("mine")))
     assert outcome.head_conflicts == 3
     assert outcome.attempts == 4
     records = store.events[(PROJECT, "chat-42")]
@@ -200,7 +203,7 @@ def test_given_endless_contention_then_429_stream_busy_with_retry_after() -> Non
     store = RacingStore(races=100)
     service, _ = make_service(store, max_attempts=5)
     with pytest.raises(TooManyRequestsError) as caught:
-        service.remember(PROJECT, request(message("mine")))
+        service.remember(PROJECT, *request(message("mine")))
     assert caught.value.code == "stream_busy"
     assert caught.value.retry_after_seconds >= 1
     assert all(r.idempotency_key != "mine" for r in store.events[(PROJECT, "chat-42")])

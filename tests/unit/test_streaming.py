@@ -1,4 +1,4 @@
-"""kaibo_core.streaming, and how the local gateway offers a response stream to a function."""
+"""kaibo_core.runtime.streaming, and how the local gateway offers a response stream to a function."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kaibo.sse import SseParser
-from kaibo_core.streaming import (
+from kaibo_core.runtime.streaming import (
     SSE_HEADERS,
     STREAM_CONTEXT_ATTRIBUTE,
     SseWriter,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kaibo_core.structuring.dates import (
+from kaibo_core.core.structuring.dates import (
     format_date,
     infer_year,
     local_date,

@@ -9,19 +9,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kaibo_core.models.memories import MemoryType
-from kaibo_core.structuring.changes import plausible_subject
-from kaibo_core.structuring.drafts import (
+from kaibo_core.core.models.memories import MemoryType
+from kaibo_core.core.structuring.changes import plausible_subject
+from kaibo_core.core.structuring.drafts import (
     MAX_DRAFTS_PER_EVENT,
     MAX_LINKS_PER_EVENT,
     CandidateMemory,
     EventToStructure,
     Link,
     MemoryDraft,
-    Structurer,
 )
-from kaibo_core.structuring.rules import RuleStructurer
-from kaibo_core.text import analyze, query_terms
+from kaibo_core.core.structuring.rules import RuleStructurer
+from kaibo_core.core.text import analyze, query_terms
+from kaibo_core.ports import Structurer
 
 PROPERTY = settings(max_examples=150, deadline=None, derandomize=True)
 AT = "2026-06-02T09:30:00.000Z"
@@ -482,8 +482,8 @@ def test_a_typical_message_takes_well_under_a_millisecond() -> None:
 
 
 def test_given_consecutive_narrative_statements_then_they_are_one_episode_and_facts_stand_alone() -> None:
-    from kaibo_core.structuring.drafts import EventToStructure
-    from kaibo_core.structuring.rules import RuleStructurer
+    from kaibo_core.core.structuring.drafts import EventToStructure
+    from kaibo_core.core.structuring.rules import RuleStructurer
 
     event = EventToStructure(
         event_id="evt_1",

@@ -18,15 +18,15 @@ from typing import Any
 
 import pytest
 
-from kaibo_core.clock import instant_ms
-from kaibo_core.structuring.drafts import (
+from kaibo_core.core.clock import instant_ms
+from kaibo_core.core.structuring.drafts import (
     MAX_CANDIDATES,
     CandidateMemory,
     EventToStructure,
     MemoryDraft,
 )
-from kaibo_core.structuring.rules import RuleStructurer
-from kaibo_core.text import analyze, query_terms
+from kaibo_core.core.structuring.rules import RuleStructurer
+from kaibo_core.core.text import analyze, query_terms
 
 SCENARIOS_PATH = Path(__file__).resolve().parents[1] / "data" / "structuring_scenarios.json"
 CATEGORIES = {

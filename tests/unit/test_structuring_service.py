@@ -1,4 +1,4 @@
-"""Structuring over the in-memory stores (kaibo_core.embedded): provisional memories replaced by
+"""Structuring over the in-memory stores (kaibo_core.runtime.embedded): provisional memories replaced by
 structured ones (never both, never neither), supersede/cancel links both ways, ordering by
 occurredAt, idempotent redelivery, forgotten events refused, explain, jobs."""
 
@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from kaibo_core.embedded import EmbeddedKaibo
-from kaibo_core.models.jobs import MAX_JOB_ATTEMPTS
-from kaibo_core.models.memories import MemoryRecord
-from kaibo_core.provisional import provisional_memory_id
+from kaibo_core.core.models.jobs import MAX_JOB_ATTEMPTS
+from kaibo_core.core.models.memories import MemoryRecord
+from kaibo_core.core.provisional import provisional_memory_id
+from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.runtime.embedded import EmbeddedKaibo
 from kaibo_core.services.recall import one_of_each_pair
-from kaibo_core.storage_keys import ProjectId
 from tests.fixtures.scripted_structurer import ScriptedStructurer
 
 PROJECT = ProjectId("prj_structuring")
@@ -374,7 +374,7 @@ def test_given_a_later_statement_winning_the_race_then_the_earlier_one_re_resolv
 def test_given_time_zones_then_tomorrow_resolves_in_the_event_then_project_then_default_zone(
     event_zone: str | None, project_zone: str | None, resolved: str
 ) -> None:
-    from kaibo_core.structuring.rules import RuleStructurer
+    from kaibo_core.core.structuring.rules import RuleStructurer
 
     zones: dict[str, str] = {PROJECT: project_zone} if project_zone else {}
     kaibo = EmbeddedKaibo(RuleStructurer(), clock=lambda: NOW, project_time_zones=zones)

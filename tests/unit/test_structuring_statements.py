@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kaibo_core.structuring.classify import (
+from kaibo_core.core.structuring.classify import (
     Classification,
     classify,
     parse_copula,
@@ -12,7 +12,7 @@ from kaibo_core.structuring.classify import (
     subject_of,
     value_kind,
 )
-from kaibo_core.structuring.statements import (
+from kaibo_core.core.structuring.statements import (
     MAX_STATEMENTS,
     Statement,
     prepare,

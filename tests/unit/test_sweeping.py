@@ -8,16 +8,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from kaibo_core import ids
-from kaibo_core.clock import format_instant, parse_instant
-from kaibo_core.models.jobs import PendingJob
+from kaibo_core.core import ids
+from kaibo_core.core.clock import format_instant, parse_instant
+from kaibo_core.core.models.jobs import PendingJob
+from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.services.sweeping import (
     MAX_SWEEP_WAIT,
     SEND_BATCH,
     next_since,
     sweep,
 )
-from kaibo_core.storage_keys import ProjectId
 
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 SWEEP_AFTER = timedelta(seconds=120)
@@ -26,7 +26,7 @@ PROJECT = ProjectId("prj_01J0000000000000000000000A")
 
 def job_id_at(moment: datetime, monkeypatch: pytest.MonkeyPatch) -> str:
     nanoseconds = int(moment.replace(microsecond=0).timestamp()) * 1_000_000_000 + moment.microsecond * 1000
-    monkeypatch.setattr("kaibo_core.ids.time.time_ns", lambda: nanoseconds)
+    monkeypatch.setattr("kaibo_core.core.ids.time.time_ns", lambda: nanoseconds)
     made = ids.job_id()
     monkeypatch.undo()
     return made

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kaibo_core import ranking, text, tokens
-from kaibo_core.text import (
+from kaibo_core.core import ranking, text, tokens
+from kaibo_core.core.text import (
     MAX_TERM_LENGTH,
     PIPELINE_VERSION,
     STOPWORDS,
@@ -371,7 +371,7 @@ def test_stemming_does_not_import_every_language() -> None:
     import sys
 
     probe = (
-        "import sys; from kaibo_core.text import analyze; assert analyze('Releases deployed') == "
+        "import sys; from kaibo_core.core.text import analyze; assert analyze('Releases deployed') == "
         "['releas', 'deploy'], analyze('Releases deployed'); "
         "print(sorted(m for m in sys.modules if m.startswith('snowballstemmer')))"
     )

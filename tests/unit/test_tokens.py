@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kaibo_core.tokens import count_tokens
+from kaibo_core.core.tokens import count_tokens
 
 PROPERTY = settings(max_examples=150, deadline=None, derandomize=True)
 

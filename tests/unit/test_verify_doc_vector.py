@@ -13,7 +13,7 @@ import pytest
 
 import kaibo.verify
 from kaibo.verify import verify_events
-from kaibo_core import chain
+from kaibo_core.core import chain
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "verify.md"
 

@@ -1,6 +1,6 @@
 """Kaibo client: an HTTP SDK (``KaiboClient``), chain verification and the ``kaibo`` CLI.
 
-Dependency-light on purpose: the standard library plus ``kaibo_core.chain``
+Dependency-light on purpose: the standard library plus ``kaibo_core.core.chain``
 (which needs only ``rfc8785``), so verifying a chain never pulls in AWS SDKs.
 """
 

@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 from kaibo.client import KaiboAPIError, KaiboClient, KaiboConnectionError, KaiboError
 from kaibo.verify import StreamReport, iter_verify_all, parse_head, verify_stream
-from kaibo_core.api_keys import issue_admin_key
+from kaibo_core.core.api_keys import issue_admin_key
 
 EXIT_OK = 0
 EXIT_CHAIN_FAILURE = 1
@@ -74,6 +74,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    _add_key_commands(commands, subparser_globals)
+    _add_event_commands(commands, subparser_globals)
+    _add_recall_command(commands, subparser_globals)
+    _add_memory_commands(commands, subparser_globals)
+    _add_verify_command(commands, subparser_globals)
+    return parser
+
+
+def _add_key_commands(commands: Any, subparser_globals: argparse.ArgumentParser) -> None:
     keys = commands.add_parser("keys", help="create or revoke API keys (admin key)")
     key_commands = keys.add_subparsers(dest="keys_command", required=True, metavar="SUBCOMMAND")
     create = key_commands.add_parser(
@@ -99,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     admin_key.set_defaults(handler=_admin_key)
 
+
+def _add_event_commands(commands: Any, subparser_globals: argparse.ArgumentParser) -> None:
     remember = commands.add_parser(
         "remember", parents=[subparser_globals], help="append one event to a stream"
     )
@@ -124,6 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     events.add_argument("--from-seq", type=_positive_int, default=1)
     events.set_defaults(handler=_events)
 
+
+def _add_recall_command(commands: Any, subparser_globals: argparse.ArgumentParser) -> None:
     recall = commands.add_parser(
         "recall", parents=[subparser_globals], help="ask a question: cited memories as JSON, or abstain"
     )
@@ -135,8 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
     recall.add_argument("--include-superseded", action="store_true", help="also ended memories (audits)")
     recall.set_defaults(handler=_recall)
 
-    _add_memory_commands(commands, subparser_globals)
 
+def _add_verify_command(commands: Any, subparser_globals: argparse.ArgumentParser) -> None:
     verify = commands.add_parser(
         "verify", parents=[subparser_globals], help="recompute the hash chains (all streams, or one)"
     )
@@ -148,7 +161,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="a head printed by an earlier verify: the chain must still contain it (needs --stream)",
     )
     verify.set_defaults(handler=_verify)
-    return parser
 
 
 def _positive_int(text: str) -> int:

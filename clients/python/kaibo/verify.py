@@ -1,6 +1,6 @@
 """``kaibo verify``: recompute every served event's hash and payload digest, trusting nothing served.
 
-The checks themselves live in ``kaibo_core.chain.ChainVerifier`` (the same code
+The checks themselves live in ``kaibo_core.core.chain.ChainVerifier`` (the same code
 the service hashes with); this module pages events into it (``null`` payload
 and salt read as absent) and adds two cross-checks: a head pinned by the caller
 (``expect_head``) and the head the stream listing reports.
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kaibo.client import KaiboAPIError, KaiboClient
-from kaibo_core.chain import ChainHead, ChainProblem, ChainVerifier
+from kaibo_core.core.chain import ChainHead, ChainProblem, ChainVerifier
 
 _HEAD = re.compile(r"^([0-9]+):([0-9a-fA-F]{64})$")
 

@@ -4,7 +4,9 @@ Endpoint and region come from the environment (``AWS_ENDPOINT_URL``,
 ``AWS_DEFAULT_REGION``), which botocore reads itself, so the same code runs on
 AWS and against the local stack's emulator. Clients come straight from a
 botocore session: ``import boto3`` would add boto3 and s3transfer (~60 ms) to
-every cold start for nothing we use.
+every cold start for nothing we use. ``speedups`` (the deployment's
+``KAIBO_SDK_SPEEDUPS``) adds the SDK speed-ups of ``sdk_speedups``; without them the
+clients are plain botocore.
 """
 
 from __future__ import annotations
@@ -15,16 +17,14 @@ from typing import TYPE_CHECKING, cast
 
 import botocore.session
 from botocore.config import Config
-from botocore.context import get_context
 
-from kaibo_core.adapters.botocore_loader import install_service_loader
-from kaibo_core.adapters.dynamodb_wire import install_plain_item_reads
+from kaibo_core.adapters import sdk_speedups
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs import SQSClient
 
-    from kaibo_core.adapters.dynamodb_direct import DirectDynamoReads, Observer
+    from kaibo_core.adapters.sdk_speedups.direct_reads import DirectDynamoReads, Observer
 
 _CONFIG = Config(
     retries={"mode": "standard", "max_attempts": 3},
@@ -34,69 +34,38 @@ _CONFIG = Config(
 )
 
 
-@lru_cache(maxsize=1)
-def botocore_session() -> botocore.session.Session:
-    """The one botocore session of the container, with the lean data loader (botocore_loader)."""
+@lru_cache(maxsize=2)
+def botocore_session(speedups: bool = True) -> botocore.session.Session:
+    """The botocore session of the container (with the lean data loader when ``speedups``)."""
     session = botocore.session.get_session()
-    install_service_loader(session)
+    if speedups:
+        sdk_speedups.speed_up_session(session)
     return session
 
 
-@lru_cache(maxsize=1)
-def dynamodb_client() -> DynamoDBClient:
-    client = cast("DynamoDBClient", botocore_session().create_client("dynamodb", config=_CONFIG))
-    install_plain_item_reads(client)
-    remember_user_agents(client)
+@lru_cache(maxsize=2)
+def dynamodb_client(speedups: bool = True) -> DynamoDBClient:
+    client = cast("DynamoDBClient", botocore_session(speedups).create_client("dynamodb", config=_CONFIG))
+    if speedups:
+        sdk_speedups.speed_up_dynamodb_client(client)
     return client
 
 
 def dynamodb_reads(
-    direct: bool = True, observer: Observer | None = None
+    speedups: bool = True, observer: Observer | None = None
 ) -> DynamoDBClient | DirectDynamoReads:
     """What recall's Query and BatchGetItem go through: the direct path in front of the client
-    (``dynamodb_direct``), or the client itself when ``direct`` is off or cannot be used. Built
-    once per container with the service that uses it."""
-    client = dynamodb_client()
-    if not direct:
+    (``sdk_speedups.direct_reads``) with the speed-ups on, else the client itself. Built once
+    per container with the service that uses it."""
+    client = dynamodb_client(speedups)
+    if not speedups:
         return client
-    from kaibo_core.adapters.dynamodb_direct import DirectDynamoReads  # noqa: PLC0415 - recall's only
-
-    session = botocore_session()
-    reads = DirectDynamoReads(
-        client, session.get_credentials(), observer, ca_bundle=session.get_config_variable("ca_bundle")
-    )
-    return reads if reads.enabled else client
+    return sdk_speedups.direct_read_path(client, botocore_session(speedups), observer)
 
 
-def remember_user_agents(client: object) -> None:
-    """Build each distinct User-Agent header once instead of twice per request.
-
-    botocore rebuilds the header for every request, sanitizing each of its components character
-    by character (~0.2 ms of CPU per request, ~10 % of a recall's). It only changes with the
-    request's feature ids (retry mode, paginator, …), so it is memoized on them; the value is
-    exactly botocore's own (tested).
-    """
-    creator = getattr(client, "_user_agent_creator", None)
-    if creator is None or not hasattr(creator, "to_string"):
-        return  # another botocore: leave it be
-    build = creator.to_string
-    built: dict[frozenset[str], str] = {}
-
-    def to_string() -> str:
-        context = get_context()
-        features = frozenset(context.features) if context is not None else frozenset()
-        features |= frozenset(getattr(creator, "_client_features", None) or ())
-        text = built.get(features)
-        if text is None:
-            text = built[features] = build()
-        return text
-
-    creator.to_string = to_string
-
-
-@lru_cache(maxsize=1)
-def sqs_client() -> SQSClient:
-    return cast("SQSClient", botocore_session().create_client("sqs", config=_CONFIG))
+@lru_cache(maxsize=2)
+def sqs_client(speedups: bool = True) -> SQSClient:
+    return cast("SQSClient", botocore_session(speedups).create_client("sqs", config=_CONFIG))
 
 
 #: Threads for parallel DynamoDB calls of one invocation (postings reads, memory indexing);

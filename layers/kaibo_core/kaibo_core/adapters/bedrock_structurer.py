@@ -1,6 +1,6 @@
 """A structurer that asks a Bedrock model (Converse API, forced tool use) for drafts.
 
-The model only proposes: ``kaibo_core.structuring.model_output`` validates its answer
+The model only proposes: ``kaibo_core.core.structuring.model_output`` validates its answer
 and applies the safety rules. Any failure the model cannot fix by being asked again
 ends in the fallback structurer (the rules), so an event is always structured.
 Never log event or memory text here: only ids, counts and error codes.
@@ -16,21 +16,20 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final, cast
 
+from aws_lambda_powertools import Logger
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 from pydantic import ValidationError
 
 from kaibo_core.adapters.aws import botocore_session
-from kaibo_core.observability import logger
-from kaibo_core.structuring.drafts import (
+from kaibo_core.core.structuring.drafts import (
     MAX_CANDIDATES,
     CandidateSearch,
     EventToStructure,
     MemoryDraft,
-    Structurer,
 )
-from kaibo_core.structuring.model_output import (
+from kaibo_core.core.structuring.model_output import (
     OUTPUT_SCHEMA,
     SYSTEM_PROMPT,
     TOOL_DESCRIPTION,
@@ -41,6 +40,7 @@ from kaibo_core.structuring.model_output import (
     build_user_message,
     new_nonce,
 )
+from kaibo_core.ports import Structurer
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime import BedrockRuntimeClient
@@ -48,6 +48,9 @@ if TYPE_CHECKING:
 
 #: Error codes worth asking again; anything else (ValidationException, AccessDeniedException,
 #: ResourceNotFoundException, ...) will not change on a second call.
+#: A child of the functions' logger (runtime/observability.py): same JSON lines, same keys.
+logger = Logger(service="kaibo", child=True)
+
 RETRYABLE_ERROR_CODES: Final = frozenset(
     {
         "ThrottlingException",

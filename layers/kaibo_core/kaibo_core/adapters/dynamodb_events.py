@@ -1,6 +1,6 @@
 """The event log in DynamoDB: events, stream heads and idempotency keys.
 
-Layout (keys built only by kaibo_core.storage_keys):
+Layout (keys built only by kaibo_core.core.storage_keys):
 
 - Events table: ``pk = project#stream``, ``seq`` (N). seq 0 is the stream's
   head item (``headSeq``, ``headHash``; sparse index StreamHeads on
@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from kaibo_core import storage_keys
 from kaibo_core.adapters import dynamodb_values as values
 from kaibo_core.adapters.dynamodb_jobs import DynamoJobStore
 from kaibo_core.adapters.dynamodb_values import Item
-from kaibo_core.errors import PayloadTooLargeError
-from kaibo_core.limits import DYNAMODB_MAX_ITEM_BYTES, DYNAMODB_MAX_TRANSACTION_BYTES
-from kaibo_core.models.events import AppendConflictError, EventRecord, IdempotencyClaim, StreamHead
-from kaibo_core.models.jobs import JobRecord
-from kaibo_core.storage_keys import ProjectId
+from kaibo_core.core import storage_keys
+from kaibo_core.core.errors import PayloadTooLargeError
+from kaibo_core.core.limits import DYNAMODB_MAX_ITEM_BYTES, DYNAMODB_MAX_TRANSACTION_BYTES
+from kaibo_core.core.models.events import AppendConflictError, EventRecord, IdempotencyClaim, StreamHead
+from kaibo_core.core.models.jobs import JobRecord
+from kaibo_core.core.storage_keys import ProjectId
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -15,27 +15,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from kaibo_core import storage_keys
 from kaibo_core.adapters.aws import io_pool
-from kaibo_core.adapters.dynamodb_direct import DirectDynamoReads
 from kaibo_core.adapters.dynamodb_values import s
-from kaibo_core.indexing import DF_SHARDS, decode_posting
-from kaibo_core.models.memories import CorpusStats, Posting
-from kaibo_core.storage_keys import ProjectId
+from kaibo_core.adapters.sdk_speedups.direct_reads import DirectDynamoReads
+from kaibo_core.core import storage_keys
+from kaibo_core.core.indexing import DF_SHARDS, decode_posting
+from kaibo_core.core.models.memories import CorpusStats, Posting, TermRead
+from kaibo_core.core.storage_keys import ProjectId
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-
-
-@dataclass(frozen=True, slots=True)
-class TermRead:
-    term: str
-    postings: list[Posting]
-    doc_freq: int
-    truncated: bool  # more postings exist beyond the bounded read
 
 
 #: Corpus statistics (N, average length) are reused this long within a container: they

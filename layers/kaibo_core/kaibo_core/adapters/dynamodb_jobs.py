@@ -1,4 +1,4 @@
-"""Structuring jobs in DynamoDB (kaibo_core.models.jobs).
+"""Structuring jobs in DynamoDB (kaibo_core.core.models.jobs).
 
 Jobs table: ``pk = project#jobId``. A job not yet finished also carries
 ``pendingPk = pending#<shard>`` and ``pendingSk = <since>#<project>#<jobId>``,
@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import ClientError
 
-from kaibo_core import storage_keys
 from kaibo_core.adapters.dynamodb_values import Item, key, n, s, string_list, strings
-from kaibo_core.clock import format_instant
-from kaibo_core.models.jobs import EventLocation, JobRecord, PendingJob
-from kaibo_core.storage_keys import ProjectId
+from kaibo_core.core import storage_keys
+from kaibo_core.core.clock import format_instant
+from kaibo_core.core.models.jobs import EventLocation, JobRecord, PendingJob
+from kaibo_core.core.storage_keys import ProjectId
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -1,12 +1,12 @@
 """Memories and their term index in DynamoDB (docs/recall.md, "The term index").
 
-Layout (keys built only by kaibo_core.storage_keys):
+Layout (keys built only by kaibo_core.core.storage_keys):
 
 - Memories table: ``pk = project#memoryId`` → the memory (the authority on its status).
 - Term index table (``pk``, ``sk``):
   - postings: ``pk = project#t<side>#term`` (side ``c`` current, ``h`` history),
     ``sk = <impact:05d>#memoryId`` → ``p = tf|dl|validFromMs|validToMs|status|type|stream``
-    (kaibo_core.indexing.encode_posting; the status is a hint, the memory item decides);
+    (kaibo_core.core.indexing.encode_posting; the status is a hint, the memory item decides);
   - document-frequency shards: ``pk = project#tc#term``, ``sk = ~df#NN`` → ``df``;
   - corpus shards: ``pk = project#corpus``, ``sk = NN`` → ``docs``, ``terms``.
 
@@ -22,17 +22,17 @@ and recall (which checks the memory item) never serves a half-indexed memory.
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from botocore.exceptions import ClientError
 
-from kaibo_core import storage_keys
 from kaibo_core.adapters.aws import io_pool
 from kaibo_core.adapters.dynamodb_values import Item, key, n, s, string_list, strings
-from kaibo_core.indexing import (
+from kaibo_core.core import storage_keys
+from kaibo_core.core.backoff import full_jitter
+from kaibo_core.core.indexing import (
     DF_SHARDS,
     IndexPlan,
     TermEntry,
@@ -43,15 +43,15 @@ from kaibo_core.indexing import (
     posting_of,
     shard_of,
 )
-from kaibo_core.models.memories import MemoryRecord, SourceEventRef
-from kaibo_core.storage_keys import ProjectId
-from kaibo_core.text import PIPELINE_VERSION
+from kaibo_core.core.models.memories import MemoryRecord, SourceEventRef
+from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.core.text import PIPELINE_VERSION
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
-    from kaibo_core.adapters.dynamodb_direct import DirectDynamoReads
+    from kaibo_core.adapters.sdk_speedups.direct_reads import DirectDynamoReads
 
 #: Transactions that lose to a concurrent one on a shared counter retry this often.
 MAX_TRANSACTION_ATTEMPTS: Final = 8
@@ -136,8 +136,9 @@ def posting_item(project: ProjectId, memory: MemoryRecord, side: str, entry: Ter
     }
 
 
-def _backoff(attempt: int) -> float:
-    return random.uniform(0, min(_BACKOFF_CAP_SECONDS, _BACKOFF_BASE_SECONDS * 2**attempt))
+def conflict_backoff(attempt: int) -> float:
+    """The wait before retrying a transaction that lost a race (shared with the structuring store)."""
+    return full_jitter(attempt, _BACKOFF_BASE_SECONDS, _BACKOFF_CAP_SECONDS)
 
 
 class DynamoMemoryStore:
@@ -269,7 +270,7 @@ class DynamoMemoryStore:
                 if "ConditionalCheckFailed" in reasons:
                     return "already_applied"  # a chunk is atomic: one posting present means all are
                 if all(code in {"None", "TransactionConflict", None} for code in reasons):
-                    self._sleep(_backoff(attempt))
+                    self._sleep(conflict_backoff(attempt))
                     continue
                 raise
             return "applied"
@@ -317,7 +318,7 @@ class DynamoMemoryStore:
                 pending = dict(response.get("UnprocessedKeys") or {})
                 if not pending:
                     break
-                self._sleep(_backoff(attempt))
+                self._sleep(conflict_backoff(attempt))
             else:
                 raise RuntimeError("BatchGetItem left keys unprocessed after retries (throttled)")
         return items

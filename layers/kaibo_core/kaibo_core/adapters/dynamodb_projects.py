@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from kaibo_core import storage_keys
-from kaibo_core.api_keys import IssuedKey
-from kaibo_core.errors import NotFoundError
-from kaibo_core.models.keys import StoredKey
-from kaibo_core.storage_keys import ProjectId
+from kaibo_core.core import storage_keys
+from kaibo_core.core.api_keys import IssuedKey
+from kaibo_core.core.errors import NotFoundError
+from kaibo_core.core.models.keys import StoredKey
+from kaibo_core.core.storage_keys import ProjectId
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -1,5 +1,5 @@
 """The writes of structuring in DynamoDB (docs/structuring.md; plans and commits in
-kaibo_core.structuring.plan).
+kaibo_core.core.structuring.plan).
 
 Order of writes for one event, each step idempotent so that a redelivered or
 concurrent duplicate job converges on the same state:
@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from botocore.exceptions import ClientError
 
-from kaibo_core import storage_keys
-from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore, _backoff, posting_item
+from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore, conflict_backoff, posting_item
 from kaibo_core.adapters.dynamodb_values import key, n, s, strings
-from kaibo_core.indexing import TermEntry, memory_terms, plan_index
-from kaibo_core.models.memories import MemoryRecord
-from kaibo_core.storage_keys import ProjectId
-from kaibo_core.structuring.plan import CommitOutcome, StructuringCommit, require_staged
+from kaibo_core.core import storage_keys
+from kaibo_core.core.indexing import TermEntry, memory_terms, plan_index
+from kaibo_core.core.models.memories import MemoryRecord
+from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.core.structuring.plan import CommitOutcome, StructuringCommit, require_staged
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
@@ -98,7 +98,7 @@ class DynamoStructuringStore(DynamoMemoryStore):
                 if "ConditionalCheckFailed" in reasons:
                     return "conflict"  # a link's target changed: the caller re-resolves
                 if all(code in {"None", "TransactionConflict", None} for code in reasons):
-                    self._sleep(_backoff(attempt))
+                    self._sleep(conflict_backoff(attempt))
                     continue
                 raise
             return "committed"

@@ -9,9 +9,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from kaibo_core.models.events import AppendConflictError, EventRecord, IdempotencyClaim, StreamHead
-from kaibo_core.models.jobs import JobRecord
-from kaibo_core.storage_keys import ProjectId
+from kaibo_core.core.models.events import AppendConflictError, EventRecord, IdempotencyClaim, StreamHead
+from kaibo_core.core.models.jobs import JobRecord
+from kaibo_core.core.storage_keys import ProjectId
 
 
 class InMemoryEventStore:

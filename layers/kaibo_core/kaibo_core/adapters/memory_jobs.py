@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 
-from kaibo_core.models.jobs import JobRecord
-from kaibo_core.storage_keys import ProjectId
+from kaibo_core.core.models.jobs import JobRecord
+from kaibo_core.core.storage_keys import ProjectId
 
 
 class InMemoryJobStore:

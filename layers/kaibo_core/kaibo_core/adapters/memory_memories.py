@@ -11,11 +11,10 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from kaibo_core.adapters.dynamodb_index import TermRead
-from kaibo_core.indexing import memory_side, memory_terms, plan_index, posting_of
-from kaibo_core.models.memories import CorpusStats, MemoryRecord, Posting
-from kaibo_core.storage_keys import ProjectId
-from kaibo_core.structuring.plan import CommitOutcome, StructuringCommit, require_staged
+from kaibo_core.core.indexing import memory_side, memory_terms, plan_index, posting_of
+from kaibo_core.core.models.memories import CorpusStats, MemoryRecord, Posting, TermRead
+from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.core.structuring.plan import CommitOutcome, StructuringCommit, require_staged
 
 
 class InMemoryMemoryStore:

@@ -2,35 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Iterable
 
-from kaibo_core import api_keys, ids
-from kaibo_core.api_keys import IssuedKey
-from kaibo_core.clock import Clock, format_instant, utc_now
-from kaibo_core.errors import UnprocessableError
-from kaibo_core.models.api import CreateKeyResponse, CreateProjectResponse, Scope
-from kaibo_core.storage_keys import ProjectId
-from kaibo_core.structuring.drafts import DEFAULT_TIME_ZONE
-from kaibo_core.time_zones import is_time_zone
+from kaibo_core.core import api_keys, ids
+from kaibo_core.core.clock import Clock, format_instant, utc_now
+from kaibo_core.core.errors import UnprocessableError
+from kaibo_core.core.models.keys import CreatedKey, CreatedProject, Scope
+from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.core.structuring.drafts import DEFAULT_TIME_ZONE
+from kaibo_core.core.time_zones import is_time_zone
+from kaibo_core.ports import ProjectStore
 
-DEFAULT_SCOPES: list[Scope] = ["forget", "read", "write"]
-
-
-class ProjectStore(Protocol):
-    def create_project(  # noqa: PLR0917 - a project's fields
-        self,
-        project: ProjectId,
-        name: str,
-        key: IssuedKey,
-        scopes: Sequence[str],
-        now: str,
-        time_zone: str | None = None,
-    ) -> None: ...
-
-    def add_key(self, project: ProjectId, key: IssuedKey, scopes: Sequence[str], now: str) -> None: ...
-
-    def revoke_key(self, key_id: str, now: str) -> None: ...
+DEFAULT_SCOPES: tuple[Scope, ...] = ("forget", "read", "write")
 
 
 class AdminService:
@@ -38,7 +21,7 @@ class AdminService:
         self._store = store
         self._clock = clock
 
-    def create_project(self, name: str, time_zone: str | None = None) -> CreateProjectResponse:
+    def create_project(self, name: str, time_zone: str | None = None) -> CreatedProject:
         if time_zone is not None and not is_time_zone(time_zone):
             raise UnprocessableError(
                 "invalid_time_zone",
@@ -49,19 +32,15 @@ class AdminService:
         key = api_keys.issue_key()
         now = format_instant(self._clock())
         self._store.create_project(project, name, key, DEFAULT_SCOPES, now, time_zone=time_zone)
-        return CreateProjectResponse(
-            projectId=project,
-            keyId=key.key_id,
-            apiKey=key.api_key,
-            scopes=DEFAULT_SCOPES,
-            timeZone=time_zone or DEFAULT_TIME_ZONE,
+        return CreatedProject(
+            CreatedKey(project, key.key_id, key.api_key, DEFAULT_SCOPES), time_zone or DEFAULT_TIME_ZONE
         )
 
-    def create_key(self, project: ProjectId, scopes: list[Scope]) -> CreateKeyResponse:
+    def create_key(self, project: ProjectId, scopes: Iterable[Scope]) -> CreatedKey:
         key = api_keys.issue_key()
-        unique: list[Scope] = sorted(set(scopes))
+        unique: tuple[Scope, ...] = tuple(sorted(set(scopes)))
         self._store.add_key(project, key, unique, format_instant(self._clock()))
-        return CreateKeyResponse(keyId=key.key_id, apiKey=key.api_key, scopes=unique)
+        return CreatedKey(project, key.key_id, key.api_key, unique)
 
     def revoke_key(self, key_id: str) -> None:
         self._store.revoke_key(key_id, format_instant(self._clock()))

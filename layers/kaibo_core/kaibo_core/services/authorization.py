@@ -8,19 +8,15 @@ key is allowed ``/v1/*`` except ``/v1/admin/*``; the admin key only
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
-from kaibo_core import api_keys
-from kaibo_core.models.keys import StoredKey
-from kaibo_core.tenancy import Principal
+from kaibo_core.core import api_keys
+from kaibo_core.core.tenancy import Principal
+from kaibo_core.ports import KeyLookup
 
 #: Resource suffixes after ``arn:...:apiId``: any stage, any method.
 ADMIN_ROUTES = "/*/*/v1/admin/*"
 PROJECT_ROUTES = "/*/*/v1/*"
-
-
-class KeyLookup(Protocol):
-    def get_key(self, key_id: str) -> StoredKey | None: ...
 
 
 class AuthorizationService:

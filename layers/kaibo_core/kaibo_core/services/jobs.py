@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Final, Protocol
+from typing import Final
 
-from kaibo_core.errors import NotFoundError
-from kaibo_core.models.jobs import JobRecord
-from kaibo_core.storage_keys import ProjectId
+from kaibo_core.core.errors import NotFoundError
+from kaibo_core.core.models.jobs import JobRecord
+from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.ports import JobReader
 
 #: Polling the job item while waiting: first after this long, then growing to the cap.
 FIRST_POLL_SECONDS: Final = 0.05
 MAX_POLL_SECONDS: Final = 0.5
-
-
-class JobReader(Protocol):
-    def get(self, project: ProjectId, job_id: str) -> JobRecord | None: ...
 
 
 class JobsService:
@@ -30,8 +27,11 @@ class JobsService:
         self._sleep = sleep
         self._monotonic = monotonic
 
+    def find(self, project: ProjectId, job_id: str) -> JobRecord | None:
+        return self._jobs.get(project, job_id) if job_id.startswith("job_") else None
+
     def get(self, project: ProjectId, job_id: str) -> JobRecord:
-        job = self._jobs.get(project, job_id) if job_id.startswith("job_") else None
+        job = self.find(project, job_id)
         if job is None:
             raise NotFoundError("job_not_found", f"No job {job_id!r} in this project.", {"jobId": job_id})
         return job

@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, Final, Protocol
+from typing import Final
 
-from kaibo_core.errors import NotFoundError
-from kaibo_core.models.memories import STAGED, MemoryRecord
-from kaibo_core.storage_keys import ProjectId
+from kaibo_core.core.errors import NotFoundError
+from kaibo_core.core.models.memories import STAGED, Explanation, MemoryRecord
+from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.ports import MemoryGetter
 
 #: explain returns at most this many versions (a longer history is cut at its oldest end).
 MAX_EXPLAIN_VERSIONS: Final = 100
-
-
-class MemoryGetter(Protocol):
-    def get(self, project: ProjectId, memory_id: str) -> MemoryRecord | None: ...
-    def get_many(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, MemoryRecord]: ...
 
 
 def _not_found(memory_id: str) -> NotFoundError:
@@ -36,7 +31,7 @@ class MemoriesService:
             raise _not_found(memory_id)
         return memory
 
-    def explain(self, project: ProjectId, memory_id: str) -> dict[str, Any]:
+    def explain(self, project: ProjectId, memory_id: str) -> Explanation:
         """The versions that led to a memory, oldest first, the asked memory last (API.md).
 
         Walks back along ``supersedes`` links and to the provisional memory a structured one
@@ -55,28 +50,8 @@ class MemoriesService:
                 versions[memory.id] = memory
                 frontier.extend(_earlier(memory))
         older = sorted((m for m in versions.values() if m.id != asked.id), key=lambda m: (m.valid_from, m.id))
-        return {"memoryId": asked.id, "chain": [_version(m) for m in (*older, asked)]}
+        return Explanation(asked.id, (*older, asked))
 
 
 def _earlier(memory: MemoryRecord) -> list[str]:
     return [*memory.supersedes, *([memory.replaces] if memory.replaces else [])]
-
-
-def _version(memory: MemoryRecord) -> dict[str, Any]:
-    version: dict[str, Any] = {
-        "memoryId": memory.id,
-        "status": memory.status,
-        "type": memory.type,
-        "validFrom": memory.valid_from,
-        "validTo": memory.valid_to,
-        "confidence": memory.confidence,
-        "supersedes": list(memory.supersedes),
-        "supersededBy": list(memory.superseded_by),
-        "replacedBy": list(memory.replaced_by),
-        "sourceEvents": [ref.as_served() for ref in memory.source_events],
-    }
-    if memory.content is not None and memory.status not in {"tombstoned", "purged"}:
-        version["content"] = memory.content
-    if memory.replaces is not None:
-        version["replaces"] = memory.replaces
-    return version

@@ -11,20 +11,20 @@ docs/recall.md documents every parameter of ``RecallParams`` and every abstain r
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
-from typing import Any, Final, Literal, Protocol
+from typing import Final, Literal
 
-from kaibo_core.clock import Clock, epoch_ms, format_instant, instant_ms, parse_instant, utc_now
-from kaibo_core.errors import UnprocessableError
-from kaibo_core.indexing import date_terms
-from kaibo_core.models.api import RecallRequest
-from kaibo_core.models.memories import STAGED, CorpusStats, MemoryRecord, Posting
-from kaibo_core.ranking import DEFAULT_PARAMS, Bm25Params
-from kaibo_core.recall.packing import pack
-from kaibo_core.recall.scoring import (
+from kaibo_core.core.clock import Clock, epoch_ms, format_instant, instant_ms, parse_instant, utc_now
+from kaibo_core.core.errors import UnprocessableError
+from kaibo_core.core.indexing import date_terms
+from kaibo_core.core.models.memories import STAGED, CorpusStats, MemoryRecord
+from kaibo_core.core.models.recall import AbstainReason, RecallAnswer, RecallCandidate, RecallHit, RecallQuery
+from kaibo_core.core.ranking import DEFAULT_PARAMS, Bm25Params
+from kaibo_core.core.recall.packing import pack
+from kaibo_core.core.recall.scoring import (
     Candidate,
     RecallFilters,
     coverage,
@@ -33,42 +33,10 @@ from kaibo_core.recall.scoring import (
     term_weights,
     visible,
 )
-from kaibo_core.recall.selection import Ranked, SelectionParams, collapse_near_duplicates, smallest_set
-from kaibo_core.storage_keys import ProjectId
-from kaibo_core.text import analyze, query_terms
-
-AbstainReason = Literal[
-    "no_terms", "no_match", "nothing_valid_at_asof", "below_threshold", "budget_too_small"
-]
-
-ABSTAIN_MESSAGES: Final[dict[str, str]] = {
-    "no_terms": "The question has no searchable words (only stopwords, punctuation or symbols).",
-    "no_match": "No memory contains any of the question's terms (with the filters given).",
-    "nothing_valid_at_asof": "Memories match the question, but none was valid at asOf.",
-    "below_threshold": "The best matching memory covers too little of the question to answer it.",
-    "budget_too_small": "Matching memories exist, but not even a short summary of one fits the budget.",
-}
-
-
-class TermReadLike(Protocol):
-    @property
-    def term(self) -> str: ...
-    @property
-    def postings(self) -> Sequence[Posting]: ...
-    @property
-    def doc_freq(self) -> int: ...
-    @property
-    def truncated(self) -> bool: ...
-
-
-class TermIndex(Protocol):
-    def read(
-        self, project: ProjectId, terms: Sequence[str], limit: int, history: bool
-    ) -> tuple[Sequence[TermReadLike], CorpusStats]: ...
-
-
-class MemoryReader(Protocol):
-    def get_many(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, MemoryRecord]: ...
+from kaibo_core.core.recall.selection import Ranked, SelectionParams, collapse_near_duplicates, smallest_set
+from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.core.text import analyze, query_terms
+from kaibo_core.ports import MemoryReader, TermIndex
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +78,8 @@ class RecallStats:
     selected: int = 0
 
 
-CandidatesListener = Callable[[dict[str, Any]], None]
+#: Called once per recall with the confirmed candidates, before packing (the SSE ``candidates`` event).
+CandidatesListener = Callable[[list[RecallCandidate]], None]
 
 
 class RecallService:
@@ -129,27 +98,27 @@ class RecallService:
     def recall(
         self,
         project: ProjectId,
-        request: RecallRequest,
+        query: RecallQuery,
         on_candidates: CandidatesListener | None = None,
-    ) -> tuple[dict[str, Any], RecallStats]:
-        """The response body of ``POST /v1/recall`` (API.md) and what it cost."""
+    ) -> tuple[RecallAnswer, RecallStats]:
+        """The answer of ``POST /v1/recall`` (API.md) and what it cost."""
         params = self.params
         stats = RecallStats()
         now = self._clock()
-        as_of = _as_of(request.asOf, now)
+        as_of = _as_of(query.as_of, now)
         as_of_ms = epoch_ms(as_of)
-        answer = _Answer(request.budget, format_instant(as_of))
-        terms = query_terms(request.question)[: params.max_question_terms]
+        answer = _Answer(query.budget, format_instant(as_of))
+        terms = query_terms(query.question)[: params.max_question_terms]
         stats.terms = len(terms)
         if not terms:
             return answer.abstain("no_terms", on_candidates), stats
         filters = RecallFilters(
             as_of_ms=as_of_ms,
-            streams=frozenset(request.streams) if request.streams else None,
-            types=frozenset(request.types) if request.types else None,
-            include_superseded=request.includeSuperseded,
+            streams=query.streams or None,
+            types=query.types or None,
+            include_superseded=query.include_superseded,
         )
-        history = request.includeSuperseded or as_of_ms < epoch_ms(now)
+        history = query.include_superseded or as_of_ms < epoch_ms(now)
         reads, corpus = self._index.read(project, terms, params.postings_per_term, history)
         stats.postings_read = sum(len(r.postings) for r in reads)
         stats.truncated_terms = sum(1 for r in reads if r.truncated)
@@ -162,7 +131,7 @@ class RecallService:
             reason: AbstainReason = "nothing_valid_at_asof" if invalid_at_as_of else "no_match"
             return answer.abstain(reason, on_candidates), stats
 
-        top = candidates[: params.fetch_count(request.budget)]
+        top = candidates[: params.fetch_count(query.budget)]
         found = self._memories.get_many(project, [c.memory_id for c in top])
         top, found = self._with_replacements(project, top, found, stats)
         found = one_of_each_pair(found)
@@ -171,7 +140,7 @@ class RecallService:
         ranked = [c.ranked for c in confirmed]
         stats.authority_dropped = len(top) - len(ranked)
         if on_candidates is not None:
-            on_candidates(_candidates_event(ranked, found))
+            on_candidates([RecallCandidate(found[r.memory_id], r.score) for r in ranked])
         if not ranked:
             return answer.abstain("no_match", on_candidates=None), stats
         if max(coverage(r.terms, weights) for r in ranked) < params.min_coverage:
@@ -181,12 +150,13 @@ class RecallService:
         stats.duplicates_collapsed = len(ranked) - len(kept)
         chosen = smallest_set(kept, weights, params.selection) if params.strategy == "smallest" else kept
         stats.selected = len(chosen)
-        packing = pack([(r.memory_id, r.text) for r in chosen], terms, weights, request.budget)
+        packing = pack([(r.memory_id, r.text) for r in chosen], terms, weights, query.budget)
         if not packing.items:
             return answer.abstain("budget_too_small", on_candidates=None), stats
         scores = {r.memory_id: r.score for r in chosen}
         items = [
-            _item(found[p.memory_id], p.form, p.text, p.tokens, scores[p.memory_id]) for p in packing.items
+            RecallHit(found[p.memory_id], p.form, p.text, p.tokens, scores[p.memory_id])
+            for p in packing.items
         ]
         return answer.answered(items, packing.used_tokens), stats
 
@@ -318,56 +288,15 @@ def _collapse(confirmed: Sequence[_Confirmed]) -> list[Ranked]:
     return [by_id[r.memory_id] for r in kept]
 
 
-def _candidates_event(ranked: Sequence[Ranked], found: Mapping[str, MemoryRecord]) -> dict[str, Any]:
-    return {
-        "candidates": [
-            {
-                "memoryId": r.memory_id,
-                "type": found[r.memory_id].type,
-                "score": round(r.score, 4),
-                "validFrom": found[r.memory_id].valid_from,
-            }
-            for r in ranked
-        ]
-    }
-
-
-def _item(memory: MemoryRecord, form: str, text: str, tokens: int, score: float) -> dict[str, Any]:
-    return {
-        "memoryId": memory.id,
-        "type": memory.type,
-        "form": form,
-        "text": text,
-        "validFrom": memory.valid_from,
-        "validTo": memory.valid_to,
-        "confidence": memory.confidence,
-        "score": round(score, 4),
-        "tokens": tokens,
-        "citations": [ref.as_served() for ref in memory.source_events],
-    }
-
-
 @dataclass(frozen=True, slots=True)
 class _Answer:
     budget: int
     as_of: str
 
-    def abstain(self, reason: AbstainReason, on_candidates: CandidatesListener | None) -> dict[str, Any]:
+    def abstain(self, reason: AbstainReason, on_candidates: CandidatesListener | None) -> RecallAnswer:
         if on_candidates is not None:
-            on_candidates({"candidates": []})
-        return {
-            "items": [],
-            "usedTokens": 0,
-            "budget": self.budget,
-            "asOf": self.as_of,
-            "abstain": {"abstained": True, "reason": reason, "message": ABSTAIN_MESSAGES[reason]},
-        }
+            on_candidates([])
+        return RecallAnswer([], 0, self.budget, self.as_of, abstain_reason=reason)
 
-    def answered(self, items: list[dict[str, Any]], used_tokens: int) -> dict[str, Any]:
-        return {
-            "items": items,
-            "usedTokens": used_tokens,
-            "budget": self.budget,
-            "asOf": self.as_of,
-            "abstain": {"abstained": False},
-        }
+    def answered(self, items: list[RecallHit], used_tokens: int) -> RecallAnswer:
+        return RecallAnswer(items, used_tokens, self.budget, self.as_of)

@@ -9,7 +9,7 @@
 3. Replays return the original event (``replayed: true``) after checking that
    the request really is a retry of it; a different event under a used key is a
    409, decided before anything of the batch is written.
-4. The same transaction creates the batch's structuring job (kaibo_core.models.jobs),
+4. The same transaction creates the batch's structuring job (kaibo_core.core.models.jobs),
    so every acknowledged event has one.
 5. After the commit, each event's provisional memory is stored and indexed
    (idempotently), so recall finds it at once, and the job's message (ids only) goes
@@ -20,61 +20,46 @@
 
 from __future__ import annotations
 
-import random
 import re
 import secrets
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Protocol
 
-from kaibo_core import chain
-from kaibo_core.clock import Clock, format_instant, parse_instant, utc_now
-from kaibo_core.errors import (
+from kaibo_core.core import chain
+from kaibo_core.core.backoff import full_jitter
+from kaibo_core.core.clock import Clock, format_instant, parse_instant, utc_now
+from kaibo_core.core.errors import (
     ConflictError,
     PayloadTooLargeError,
     TooManyRequestsError,
     UnprocessableError,
 )
-from kaibo_core.ids import event_id
-from kaibo_core.ids import job_id as new_job_id
-from kaibo_core.limits import MAX_APPEND_ATTEMPTS, MAX_OCCURRED_AT_LEAD, MAX_PAYLOAD_BYTES
-from kaibo_core.models.api import RememberRequest
-from kaibo_core.models.events import AppendConflictError, EventRecord, IdempotencyClaim, StreamHead
-from kaibo_core.models.jobs import EventLocation, JobRecord
-from kaibo_core.models.memories import MemoryRecord
-from kaibo_core.provisional import provisional_memory
-from kaibo_core.storage_keys import ProjectId
-from kaibo_core.time_zones import is_time_zone
+from kaibo_core.core.ids import event_id
+from kaibo_core.core.ids import job_id as new_job_id
+from kaibo_core.core.limits import MAX_APPEND_ATTEMPTS, MAX_OCCURRED_AT_LEAD, MAX_PAYLOAD_BYTES
+from kaibo_core.core.models.events import (
+    AppendConflictError,
+    EventRecord,
+    IdempotencyClaim,
+    NewEvent,
+    RememberedEvent,
+    RememberOutcome,
+    StreamHead,
+)
+from kaibo_core.core.models.jobs import EventLocation, JobRecord
+from kaibo_core.core.provisional import provisional_memory
+from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.core.time_zones import is_time_zone
+from kaibo_core.ports import EventLog, JobQueue, JobReader, MemoryReader, ProvisionalIndex
+from kaibo_core.services.jobs import JobsService
 
 #: What an explicit ``supersedes``/``cancels`` entry must look like.
 MEMORY_ID_PATTERN = re.compile(r"mem_[A-Za-z0-9_.-]{1,80}")
 
 BACKOFF_BASE_SECONDS = 0.005
 BACKOFF_CAP_SECONDS = 0.2
-
-
-class EventLog(Protocol):
-    """What remember needs from storage (DynamoEventStore implements it).
-
-    ``append`` raises AppendConflictError when the transaction loses a race.
-    """
-
-    def read_head(self, project: ProjectId, stream: str) -> StreamHead: ...
-
-    def append(
-        self,
-        project: ProjectId,
-        stream: str,
-        expected: StreamHead,
-        records: Sequence[EventRecord],
-        received_at: str,
-        *,
-        job: JobRecord | None = None,
-    ) -> None: ...
-
-    def get_events(self, project: ProjectId, locations: Sequence[tuple[str, int]]) -> list[EventRecord]: ...
 
 
 @dataclass(frozen=True)
@@ -93,63 +78,28 @@ class PlannedEvent:
     cancels: tuple[str, ...] = ()
 
 
-class JobQueue(Protocol):
-    """Where structuring jobs are announced (SqsJobQueue implements it)."""
-
-    def send(self, project: ProjectId, job_id: str) -> None: ...
-
-
-class ProvisionalIndex(Protocol):
-    """Where provisional memories go (DynamoMemoryStore implements it)."""
-
-    def index_many(self, memories: Sequence[MemoryRecord]) -> list[bool | Exception]: ...
-
-    def existing_ids(self, project: ProjectId, memory_ids: Iterable[str]) -> set[str]: ...
-
-
-@dataclass(frozen=True)
-class RememberedEvent:
-    record: EventRecord
-    replayed: bool
-
-
-@dataclass
-class RememberOutcome:
-    events: list[RememberedEvent]
-    attempts: int = 0
-    head_conflicts: int = 0
-    replays: int = 0
-    appended: int = 0
-    memories: list[MemoryRecord] = field(default_factory=list)
-    index_failures: list[Exception] = field(default_factory=list)
-    job_id: str | None = None
-    job_created: bool = False
-    enqueue_failure: Exception | None = None
-
-
 @dataclass
 class _AppendState:
     pending: list[PlannedEvent]
     appended: dict[str, EventRecord] = field(default_factory=dict)
 
 
-def plan_batch(request: RememberRequest, received: datetime) -> list[PlannedEvent]:
+def plan_batch(events: Sequence[NewEvent], received: datetime) -> list[PlannedEvent]:
     """Validate what the schema cannot (duplicates, time, canonical form, size) and prepare each event."""
     seen: dict[str, int] = {}
     planned: list[PlannedEvent] = []
-    for index, event in enumerate(request.events):
-        if event.idempotencyKey in seen:
+    for index, event in enumerate(events):
+        if event.idempotency_key in seen:
             raise UnprocessableError(
                 "duplicate_idempotency_key",
-                f"events[{index}] repeats the idempotency key of events[{seen[event.idempotencyKey]}]; "
+                f"events[{index}] repeats the idempotency key of events[{seen[event.idempotency_key]}]; "
                 "each event in a batch needs its own key.",
-                {"index": index, "idempotencyKey": event.idempotencyKey},
+                {"index": index, "idempotencyKey": event.idempotency_key},
             )
-        seen[event.idempotencyKey] = index
-        occurred_at = _occurred_at(index, event.occurredAt, received)
-        payload = event.payload.model_dump(mode="python", exclude_unset=True)
+        seen[event.idempotency_key] = index
+        occurred_at = _occurred_at(index, event.occurred_at, received)
         try:
-            canonical = chain.canonical_payload(payload)
+            canonical = chain.canonical_payload(event.payload)
         except chain.NotCanonicalizableError as exc:
             raise UnprocessableError(
                 "not_canonicalizable",
@@ -173,13 +123,13 @@ def plan_batch(request: RememberRequest, received: datetime) -> list[PlannedEven
                 index=index,
                 event_id=event_id(),
                 kind=event.kind,
-                idempotency_key=event.idempotencyKey,
+                idempotency_key=event.idempotency_key,
                 occurred_at=occurred_at,
-                occurred_at_given=event.occurredAt is not None,
+                occurred_at_given=event.occurred_at is not None,
                 canonical_payload=canonical.decode("utf-8"),
                 salt=salt,
                 payload_digest=chain.payload_digest(salt, canonical),
-                time_zone=_time_zone(index, event.timeZone),
+                time_zone=_time_zone(index, event.time_zone),
                 supersedes=tuple(dict.fromkeys(event.supersedes)),
                 cancels=tuple(dict.fromkeys(event.cancels)),
             )
@@ -310,6 +260,8 @@ class RememberService:
         memories: ProvisionalIndex | None = None,
         *,
         jobs: JobQueue | None = None,
+        job_reader: JobReader | None = None,
+        memory_reader: MemoryReader | None = None,
         clock: Clock = utc_now,
         sleep: Callable[[float], None] = time.sleep,
         max_attempts: int = MAX_APPEND_ATTEMPTS,
@@ -317,14 +269,16 @@ class RememberService:
         self._log = log
         self._memories = memories
         self._jobs = jobs
+        self._job_waits = None if job_reader is None else JobsService(job_reader, sleep=sleep)
+        self._memory_reader = memory_reader
         self._clock = clock
         self._sleep = sleep
         self._max_attempts = max_attempts
 
-    def remember(self, project: ProjectId, request: RememberRequest) -> RememberOutcome:
+    def remember(self, project: ProjectId, stream: str, events: Sequence[NewEvent]) -> RememberOutcome:
         received = self._clock()
         received_at = format_instant(received)
-        planned = plan_batch(request, received)
+        planned = plan_batch(events, received)
         outcome = RememberOutcome(events=[])
         state = _AppendState(pending=list(planned))
         originals: dict[str, EventRecord] = {}
@@ -333,20 +287,20 @@ class RememberService:
             if outcome.attempts >= self._max_attempts:
                 raise TooManyRequestsError(
                     "stream_busy",
-                    f"Stream {request.stream!r} is receiving too many concurrent writes; retry with the "
+                    f"Stream {stream!r} is receiving too many concurrent writes; retry with the "
                     "same idempotency keys (nothing of this batch was written).",
                     retry_after_seconds=1,
-                    details={"stream": request.stream, "attempts": outcome.attempts},
+                    details={"stream": stream, "attempts": outcome.attempts},
                 )
             outcome.attempts += 1
-            head = self._log.read_head(project, request.stream)
-            records = chain_records(project, request.stream, head, state.pending, received_at, job_id)
+            head = self._log.read_head(project, stream)
+            records = chain_records(project, stream, head, state.pending, received_at, job_id)
             job = None if job_id is None else queued_job(project, job_id, records, received_at)
             try:
-                self._log.append(project, request.stream, head, records, received_at, job=job)
+                self._log.append(project, stream, head, records, received_at, job=job)
             except AppendConflictError as conflict:
                 if conflict.claimed:
-                    originals.update(self._check_replays(project, request.stream, state, conflict.claimed))
+                    originals.update(self._check_replays(project, stream, state, conflict.claimed))
                 if conflict.head_moved:
                     outcome.head_conflicts += 1
                     self._sleep(self._backoff(outcome.head_conflicts))
@@ -365,6 +319,19 @@ class RememberService:
             self._index_provisional(project, outcome, received_at)
         self._announce_job(project, outcome, job_id)
         return outcome
+
+    def wait(self, project: ProjectId, outcome: RememberOutcome, timeout_seconds: float) -> RememberOutcome:
+        """``wait: true``: the outcome with its job once finished (or as it stands after
+        ``timeout_seconds``) and, if the job is done, its structured memories in the job's order."""
+        if outcome.job_id is None or self._job_waits is None:
+            return outcome
+        job = self._job_waits.wait(project, outcome.job_id, timeout_seconds)
+        if job is None:
+            return replace(outcome, job=self._job_waits.find(project, outcome.job_id))
+        if job.status != "done" or self._memory_reader is None:
+            return replace(outcome, job=job)
+        found = self._memory_reader.get_many(project, job.memory_ids)
+        return replace(outcome, job=job, structured=[found[m] for m in job.memory_ids if m in found])
 
     def _announce_job(self, project: ProjectId, outcome: RememberOutcome, job_id: str | None) -> None:
         if self._jobs is None or job_id is None:
@@ -433,4 +400,4 @@ class RememberService:
 
     @staticmethod
     def _backoff(conflicts: int) -> float:
-        return random.uniform(0, min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** min(conflicts, 10)))
+        return full_jitter(conflicts, BACKOFF_BASE_SECONDS, BACKOFF_CAP_SECONDS)

@@ -20,29 +20,26 @@ Every step is idempotent: a redelivered job repeats nothing that counts twice.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Final, Literal, Protocol
+from typing import Final, Literal
 
-from kaibo_core.clock import Clock, format_instant, instant_ms, utc_now
-from kaibo_core.models.events import EventRecord
-from kaibo_core.models.jobs import MAX_JOB_ATTEMPTS, JobRecord
-from kaibo_core.models.memories import MemoryRecord
-from kaibo_core.provisional import provisional_memory, provisional_memory_id
-from kaibo_core.recall.scoring import RecallFilters, score_postings, term_weights
-from kaibo_core.services.recall import TermIndex
-from kaibo_core.storage_keys import ProjectId
-from kaibo_core.structuring.drafts import (
+from kaibo_core.core.clock import Clock, format_instant, instant_ms, utc_now
+from kaibo_core.core.models.events import EventRecord
+from kaibo_core.core.models.jobs import MAX_JOB_ATTEMPTS
+from kaibo_core.core.models.memories import MemoryRecord
+from kaibo_core.core.provisional import provisional_memory, provisional_memory_id
+from kaibo_core.core.recall.scoring import RecallFilters, score_postings, term_weights
+from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.core.structuring.drafts import (
     DEFAULT_TIME_ZONE,
     MAX_CANDIDATES,
     MAX_DRAFTS_PER_EVENT,
     CandidateMemory,
     EventToStructure,
     MemoryDraft,
-    Structurer,
 )
-from kaibo_core.structuring.plan import (
-    CommitOutcome,
+from kaibo_core.core.structuring.plan import (
     FileBehind,
     Retire,
     StructuringCommit,
@@ -50,7 +47,8 @@ from kaibo_core.structuring.plan import (
     encode_plan,
     structured_memory_id,
 )
-from kaibo_core.text import query_terms
+from kaibo_core.core.text import query_terms
+from kaibo_core.ports import EventSource, JobStore, Structurer, StructuringStore, TermIndex
 
 #: Links are resolved again at most this often when their targets keep changing.
 MAX_RESOLVE_ROUNDS: Final = 4
@@ -61,28 +59,6 @@ CANDIDATE_POSTINGS_PER_TERM: Final = 50
 CANDIDATE_QUERY_TERMS: Final = 16
 #: Candidates are current in any time: 9999-12-31.
 _FAR_FUTURE_MS: Final = 253_402_300_799_000
-
-
-class EventReader(Protocol):
-    def get_events(self, project: ProjectId, locations: Sequence[tuple[str, int]]) -> list[EventRecord]: ...
-
-
-class StructuringStore(Protocol):
-    def get(self, project: ProjectId, memory_id: str) -> MemoryRecord | None: ...
-    def get_many(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, MemoryRecord]: ...
-    def index_new(self, memory: MemoryRecord) -> bool: ...
-    def claim_plan(self, project: ProjectId, provisional_id: str, plan: str) -> tuple[str, str | None]: ...
-    def stage(self, memory: MemoryRecord) -> bool: ...
-    def commit(self, project: ProjectId, change: StructuringCommit) -> CommitOutcome: ...
-    def abandon_staged(self, project: ProjectId, memory_ids: list[str]) -> None: ...
-    def unindex(self, memory: MemoryRecord) -> None: ...
-    def move_to_history(self, memory: MemoryRecord) -> None: ...
-
-
-class JobStore(Protocol):
-    def start(self, project: ProjectId, job_id: str, now: str) -> JobRecord | None: ...
-    def finish(self, project: ProjectId, job_id: str, memory_ids: list[str], now: str) -> None: ...
-    def fail(self, project: ProjectId, job_id: str, error: str, now: str) -> None: ...
 
 
 @dataclass
@@ -172,7 +148,7 @@ class CandidateFinder:
 class StructuringService:
     def __init__(
         self,
-        events: EventReader,
+        events: EventSource,
         memories: StructuringStore,
         index: TermIndex,
         structurer: Structurer,

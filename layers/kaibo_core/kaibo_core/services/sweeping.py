@@ -21,28 +21,16 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import islice
-from typing import Final, Protocol
+from typing import Final
 
-from kaibo_core.ids import issued_at
-from kaibo_core.models.jobs import PendingJob
-from kaibo_core.storage_keys import ProjectId
+from kaibo_core.core.ids import issued_at
+from kaibo_core.core.models.jobs import PendingJob
+from kaibo_core.ports import JobRequeue, PendingJobs
 
 #: The longest a job that stays unfinished waits between two re-queues.
 MAX_SWEEP_WAIT: Final = timedelta(hours=6)
 #: Re-queued per batch of messages (SQS's SendMessageBatch limit).
 SEND_BATCH: Final = 10
-
-
-class PendingJobs(Protocol):
-    def pending_before(self, cutoff: datetime, limit: int) -> Iterator[PendingJob]: ...
-
-    def postpone(self, job: PendingJob, since: datetime) -> bool:
-        """Move ``job`` to ``since`` if it is still unfinished and still where it was read."""
-        ...
-
-
-class JobQueue(Protocol):
-    def send_many(self, jobs: list[tuple[ProjectId, str]]) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +50,7 @@ def next_since(now: datetime, created: datetime, sweep_after: timedelta) -> date
 
 def sweep(
     jobs: PendingJobs,
-    queue: JobQueue,
+    queue: JobRequeue,
     *,
     now: datetime,
     sweep_after: timedelta,
@@ -83,6 +71,19 @@ def sweep(
         claimed += len(mine)
         if mine:
             sent += queue.send_many([(job.project, job.job_id) for job in mine])
+
+
+@dataclass(frozen=True, slots=True)
+class Sweeper:
+    """The sweeper function's service: ``sweep`` over its own job list and queue."""
+
+    jobs: PendingJobs
+    queue: JobRequeue
+
+    def sweep(
+        self, *, now: datetime, sweep_after: timedelta, limit: int, has_time: Callable[[], bool]
+    ) -> SweepResult:
+        return sweep(self.jobs, self.queue, now=now, sweep_after=sweep_after, limit=limit, has_time=has_time)
 
 
 def _claim(

@@ -1,0 +1,377 @@
+"""HTTP API models (in and out): the public contract of API.md, camelCase on the wire.
+
+Kept apart from stored items (adapters) and domain records (services): the
+wire format may gain fields without the store changing, and vice versa.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    StringConstraints,
+    model_serializer,
+)
+
+from kaibo_core.core.limits import (
+    DEFAULT_RECALL_BUDGET,
+    MAX_EVENTS_PER_BATCH,
+    MAX_IDEMPOTENCY_KEY_LENGTH,
+    MAX_QUESTION_CHARS,
+    MAX_RECALL_BUDGET,
+    MAX_RECALL_STREAMS,
+    STREAM_NAME_PATTERN,
+)
+from kaibo_core.core.models.keys import Scope
+
+
+def _utf8_encodable(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError("text contains a lone surrogate and has no UTF-8 form") from exc
+    return text
+
+
+StreamName = Annotated[
+    str,
+    StringConstraints(pattern=STREAM_NAME_PATTERN),
+    Field(
+        description="1-128 characters: letters, digits, '.', '_', ':', '-'; starting with a letter or digit. "
+        "Never purged: keep personal data out of stream names.",
+        examples=["chat-42"],
+    ),
+]
+IdempotencyKey = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_LENGTH, pattern=r"^[^\x00-\x1f\x7f]+$"),
+    AfterValidator(_utf8_encodable),
+    Field(
+        description="Unique per project. Never purged: keep personal data out of it.", examples=["msg-1001"]
+    ),
+]
+
+
+class WireModel(BaseModel):
+    # defer_build: a function builds only the validators of the models it uses, on first use
+    # (cold start), instead of every model of the API at import. Empty defaults are plain values
+    # (pydantic copies them for each instance), not default_factory=list: for a builtin factory,
+    # pydantic parses the builtin's text signature with tokenize (~8 ms of the first request).
+    model_config = ConfigDict(populate_by_name=True, extra="forbid", defer_build=True)
+
+
+class SparseWireModel(WireModel):
+    """A model whose optional fields are left out when None (API.md's ``field?``)."""
+
+    @model_serializer(mode="wrap")
+    def _omit_none(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {name: value for name, value in data.items() if value is not None or name in _KEEP_NULL}
+
+
+#: Fields that are null rather than absent (``validTo: null`` means "still valid").
+_KEEP_NULL = frozenset({"validTo"})
+
+
+class PayloadModel(BaseModel):
+    """Per-kind payload schemas: the named fields are checked, other fields are kept and hashed."""
+
+    model_config = ConfigDict(extra="allow", strict=True, defer_build=True)
+
+
+class MessagePayload(PayloadModel):
+    role: str = Field(min_length=1, max_length=64, examples=["user"])
+    text: str
+    name: str | None = None
+
+
+class ToolCallPayload(PayloadModel):
+    tool: str = Field(min_length=1, max_length=256)
+    input: Any = None
+    output: Any = None
+    status: str | None = None
+
+
+class FilePayload(PayloadModel):
+    path: str = Field(min_length=1, max_length=1024)
+    content: str
+    mediaType: str | None = None  # noqa: N815 - wire name
+
+
+class CommitPayload(PayloadModel):
+    message: str
+    sha: str | None = None
+    author: str | None = None
+    repository: str | None = None
+
+
+class _EventInBase(WireModel):
+    idempotencyKey: IdempotencyKey  # noqa: N815
+    occurredAt: str | None = Field(  # noqa: N815
+        default=None,
+        description="RFC 3339 with an offset; default: when Kaibo received it. At most 5 minutes ahead.",
+        examples=["2026-06-02T09:30:00Z"],
+    )
+    timeZone: str | None = Field(default=None, max_length=64, examples=["Europe/Berlin"])  # noqa: N815
+    supersedes: list[str] = Field(default=[], max_length=20)
+    cancels: list[str] = Field(default=[], max_length=20)
+
+
+class MessageEvent(_EventInBase):
+    kind: Literal["message"]
+    payload: MessagePayload
+
+
+class ToolCallEvent(_EventInBase):
+    kind: Literal["tool_call"]
+    payload: ToolCallPayload
+
+
+class FileEvent(_EventInBase):
+    kind: Literal["file"]
+    payload: FilePayload
+
+
+class CommitEvent(_EventInBase):
+    kind: Literal["commit"]
+    payload: CommitPayload
+
+
+EventIn = Annotated[MessageEvent | ToolCallEvent | FileEvent | CommitEvent, Field(discriminator="kind")]
+EventKind = Literal["message", "tool_call", "file", "commit"]
+
+
+class RememberRequest(WireModel):
+    stream: StreamName
+    events: list[EventIn] = Field(min_length=1, max_length=MAX_EVENTS_PER_BATCH)
+    wait: bool = False
+
+
+class EventReceipt(WireModel):
+    id: str
+    stream: str
+    seq: int
+    hash: str
+    prevHash: str  # noqa: N815
+    idempotencyKey: str  # noqa: N815
+    replayed: bool
+
+
+class RememberResponse(WireModel):
+    jobId: str | None = Field(  # noqa: N815
+        default=None,
+        description="The structuring job of the appended events (GET /v1/jobs/{jobId}); for a batch "
+        "that only replayed, the original events' job.",
+    )
+    events: list[EventReceipt]
+    memories: list[ProvisionalMemoryOut] = Field(
+        default=[],
+        description="Provisional memories made from the events, searchable at once (replaced later by "
+        "structured ones). With wait: true and a 200, the structured memories.",
+    )
+    job: JobOut | None = Field(default=None, description="With wait: true, the job as it ended or stands.")
+
+
+class StoredEventOut(WireModel):
+    """An event as served for verification. Only the header fields and ``hash`` are proof."""
+
+    v: int
+    projectId: str  # noqa: N815
+    stream: str
+    seq: int
+    id: str
+    kind: str
+    idempotencyKey: str  # noqa: N815
+    occurredAt: str  # noqa: N815
+    receivedAt: str  # noqa: N815
+    payloadDigest: str  # noqa: N815
+    hash: str
+    prevHash: str  # noqa: N815
+    payload: dict[str, Any] | None = None
+    salt: str | None = None
+
+
+class EventsPage(WireModel):
+    events: list[StoredEventOut]
+    nextFromSeq: int | None = None  # noqa: N815
+
+
+class StreamHeadOut(WireModel):
+    stream: str
+    seq: int
+    hash: str
+
+
+class StreamsPage(WireModel):
+    streams: list[StreamHeadOut]
+    nextCursor: str | None = None  # noqa: N815
+
+
+class CreateProjectRequest(WireModel):
+    name: str = Field(min_length=1, max_length=128)
+    timeZone: str | None = Field(  # noqa: N815
+        default=None,
+        max_length=64,
+        description="IANA name: where this project's events without a timeZone resolve 'tomorrow' "
+        "(default UTC).",
+        examples=["Europe/Berlin"],
+    )
+
+
+class CreateProjectResponse(WireModel):
+    projectId: str  # noqa: N815
+    keyId: str  # noqa: N815
+    apiKey: str = Field(description="Shown once; Kaibo stores only a salted hash.")  # noqa: N815
+    scopes: list[Scope]
+    timeZone: str = "UTC"  # noqa: N815
+
+
+def _default_scopes() -> list[Scope]:
+    return ["forget", "read", "write"]
+
+
+class CreateKeyRequest(WireModel):
+    scopes: list[Scope] = Field(default_factory=_default_scopes, min_length=1)
+
+
+class CreateKeyResponse(WireModel):
+    keyId: str  # noqa: N815
+    apiKey: str  # noqa: N815
+    scopes: list[Scope]
+
+
+class ErrorBody(WireModel):
+    code: str
+    message: str
+    details: dict[str, Any] = Field(default={})
+
+
+class ErrorResponse(WireModel):
+    error: ErrorBody
+
+
+# --- recall and memories ---------------------------------------------------------------------
+
+MemoryTypeName = Literal["fact", "decision", "task", "preference", "procedure", "episode"]
+
+
+class RecallRequest(WireModel):
+    question: str = Field(
+        min_length=1, max_length=MAX_QUESTION_CHARS, examples=["When is the release target?"]
+    )
+    budget: int = Field(
+        default=DEFAULT_RECALL_BUDGET,
+        ge=1,
+        le=MAX_RECALL_BUDGET,
+        description="Tokens the items may take in all, counted by the documented conservative rule.",
+    )
+    asOf: str | None = Field(  # noqa: N815
+        default=None,
+        description="RFC 3339 with an offset: answer from what was valid then. Default: now.",
+        examples=["2026-07-01T00:00:00Z"],
+    )
+    streams: list[StreamName] | None = Field(default=None, min_length=1, max_length=MAX_RECALL_STREAMS)
+    types: list[MemoryTypeName] | None = Field(default=None, min_length=1, max_length=6)
+    includeSuperseded: bool = False  # noqa: N815
+
+
+class Citation(WireModel):
+    eventId: str  # noqa: N815
+    stream: str
+    seq: int
+    hash: str
+
+
+class RecallItem(WireModel):
+    memoryId: str  # noqa: N815
+    type: str
+    form: Literal["quote", "summary"]
+    text: str
+    validFrom: str  # noqa: N815
+    validTo: str | None  # noqa: N815
+    confidence: float
+    score: float
+    tokens: int
+    citations: list[Citation]
+
+
+class Abstain(SparseWireModel):
+    abstained: bool
+    reason: str | None = None
+    message: str | None = None
+
+
+class RecallResponse(WireModel):
+    items: list[RecallItem]
+    usedTokens: int  # noqa: N815
+    budget: int
+    asOf: str  # noqa: N815
+    abstain: Abstain
+
+
+class MemoryOut(SparseWireModel):
+    id: str
+    status: str
+    type: str
+    content: str | None = None
+    validFrom: str  # noqa: N815
+    validTo: str | None  # noqa: N815
+    confidence: float
+    stream: str
+    sourceEventIds: list[str]  # noqa: N815
+    sourceEvents: list[Citation]  # noqa: N815
+    supersedes: list[str]
+    supersededBy: list[str]  # noqa: N815
+    replacedBy: list[str]  # noqa: N815
+    createdAt: str  # noqa: N815
+    subject: str | None = None
+    tags: list[str] | None = None
+    replaces: str | None = Field(
+        default=None, description="A structured memory: the provisional one it replaced."
+    )
+
+
+class ExplainRequest(WireModel):
+    memoryId: str = Field(min_length=1, max_length=128, examples=["mem_01JZ..."])  # noqa: N815
+
+
+class ExplainVersion(SparseWireModel):
+    memoryId: str  # noqa: N815
+    status: str
+    type: str
+    content: str | None = None
+    validFrom: str  # noqa: N815
+    validTo: str | None  # noqa: N815
+    confidence: float
+    supersedes: list[str]
+    supersededBy: list[str]  # noqa: N815
+    replacedBy: list[str]  # noqa: N815
+    replaces: str | None = None
+    sourceEvents: list[Citation]  # noqa: N815
+
+
+class ExplainResponse(WireModel):
+    memoryId: str  # noqa: N815
+    chain: list[ExplainVersion] = Field(description="Oldest first; the last entry is the asked memory.")
+
+
+class JobOut(SparseWireModel):
+    jobId: str  # noqa: N815
+    status: Literal["queued", "structuring", "done", "failed"]
+    eventIds: list[str]  # noqa: N815
+    memoryIds: list[str]  # noqa: N815
+    createdAt: str  # noqa: N815
+    updatedAt: str  # noqa: N815
+    error: str | None = None
+
+
+class ProvisionalMemoryOut(WireModel):
+    id: str
+    status: str
+    type: str
+    content: str

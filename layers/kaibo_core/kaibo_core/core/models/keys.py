@@ -1,0 +1,36 @@
+"""Domain record of a stored API key (the secret itself is never stored)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from kaibo_core.core.storage_keys import ProjectId
+
+Scope = Literal["read", "write", "forget", "admin"]
+
+
+@dataclass(frozen=True)
+class StoredKey:
+    key_id: str
+    project_id: ProjectId
+    salt: str
+    secret_hash: str
+    scopes: tuple[str, ...]
+    revoked: bool
+
+
+@dataclass(frozen=True)
+class CreatedKey:
+    """A key just issued: the only time its secret is known."""
+
+    project_id: ProjectId
+    key_id: str
+    api_key: str
+    scopes: tuple[Scope, ...]
+
+
+@dataclass(frozen=True)
+class CreatedProject:
+    key: CreatedKey
+    time_zone: str

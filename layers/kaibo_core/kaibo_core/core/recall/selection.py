@@ -1,0 +1,164 @@
+"""Which ranked memories recall returns (``docs/recall.md``, "Near-duplicates" and
+"The smallest set").
+
+    ranked (best first) --collapse_near_duplicates--> distinct candidates
+                        --smallest_set--> greedy weighted cover of the question's
+                                          terms + corroborating high scorers
+
+Pure: standard library only, no I/O. Every rule is deterministic: ties are broken
+by score, then by input (rank) order.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from kaibo_core.core.text import analyze
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """A ranked candidate: ``terms`` is ``frozenset(analyze(text))``, ``score`` its BM25 score (> 0)."""
+
+    memory_id: str
+    score: float
+    terms: frozenset[str]
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class SelectionParams:
+    """``coverage_target``: the greedy cover stops once this share of the question's
+    total idf weight is covered (1.0: every question term some candidate has).
+    ``relative_floor``: afterwards every remaining candidate scoring at least
+    ``relative_floor * top score`` is added as corroboration. ``max_items`` caps
+    the result (cover picks first, then corroboration)."""
+
+    coverage_target: float = 1.0
+    relative_floor: float = 0.3
+    max_items: int = 50
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.coverage_target <= 1.0:
+            raise ValueError(f"coverage_target must lie in [0, 1], got {self.coverage_target!r}")
+        if not 0.0 <= self.relative_floor <= 1.0:
+            raise ValueError(f"relative_floor must lie in [0, 1], got {self.relative_floor!r}")
+        if self.max_items < 1:
+            raise ValueError(f"max_items must be >= 1, got {self.max_items!r}")
+
+
+DEFAULT_SELECTION = SelectionParams()
+
+#: Negations, as words; ``NEGATION_TERMS`` are their terms under ``analyze``. A
+#: better-ranked text that adds one of them to another's terms ("the deploy is
+#: not on Tuesday" vs "the deploy is on Tuesday") contradicts it rather than
+#: repeating it, so containment does not drop it.
+_NEGATION_WORDS = """
+not no never nor none nothing nobody nowhere neither without cannot
+dont doesnt didnt isnt arent wasnt werent cant couldnt wont wouldnt
+shouldnt hasnt havent hadnt mustnt neednt aint
+"""
+NEGATION_TERMS: frozenset[str] = frozenset(term for word in _NEGATION_WORDS.split() for term in analyze(word))
+
+
+def normalized_text(text: str) -> str:
+    """NFKC, case folding, and every whitespace run collapsed to one space (ends stripped)."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def _covers(kept: Ranked, kept_text: str, candidate: Ranked, candidate_text: str) -> bool:
+    """``candidate`` says nothing ``kept`` does not: equal normalized text, or a
+    non-empty term set contained in ``kept``'s (containment = 1) where the terms
+    ``kept`` adds include no negation."""
+    if candidate_text == kept_text:
+        return True
+    return (
+        bool(candidate.terms)
+        and candidate.terms <= kept.terms
+        and not (kept.terms - candidate.terms) & NEGATION_TERMS
+    )
+
+
+def collapse_near_duplicates(ranked: Sequence[Ranked]) -> tuple[list[Ranked], dict[str, str]]:
+    """Drop candidates that repeat a better-ranked kept one.
+
+    Input best-first. A candidate B is dropped when terms(B) ⊆ terms(A) for some
+    better-ranked kept A (containment |T(B) ∩ T(A)| / |T(B)| = 1: B says nothing A
+    does not) and the terms A adds include none of ``NEGATION_TERMS`` (A would
+    contradict B, not repeat it), or when its normalized text (``normalized_text``)
+    equals A's. A candidate with an empty term set is never contained unless its
+    normalized text equals A's. Returns (kept in input order, {dropped_id: id of the first
+    kept candidate that covers it}).
+    """
+    kept: list[tuple[Ranked, str]] = []
+    dropped: dict[str, str] = {}
+    for candidate in ranked:
+        candidate_text = normalized_text(candidate.text)
+        for better, better_text in kept:
+            if _covers(better, better_text, candidate, candidate_text):
+                dropped[candidate.memory_id] = better.memory_id
+                break
+        else:
+            kept.append((candidate, candidate_text))
+    return [candidate for candidate, _ in kept], dropped
+
+
+def _usable(weight: float) -> bool:
+    return math.isfinite(weight) and weight > 0.0
+
+
+def smallest_set(
+    candidates: Sequence[Ranked],
+    weights: Mapping[str, float],
+    params: SelectionParams = DEFAULT_SELECTION,
+) -> list[Ranked]:
+    """The smallest set of candidates that answers the question, best first.
+
+    ``weights`` maps each question term to its idf weight; weights that are not
+    finite and > 0 are ignored. Greedy weighted set cover: repeatedly pick the
+    candidate with the largest marginal gain (the sum of the weights of question
+    terms in its ``terms`` not yet covered; ties: higher score, then earlier in
+    the input) until the covered weight reaches ``coverage_target * total``, no
+    candidate adds a gain > 0, or ``max_items`` are chosen. Then corroboration:
+    every remaining candidate, in input order, whose score >= ``relative_floor *
+    top score`` (top = the largest score among ``candidates``), while fewer than
+    ``max_items`` are chosen. The result is ordered by score descending, ties in
+    input order. Weight sums use ``math.fsum`` (exact, order-independent).
+    """
+    if not candidates:
+        return []
+    question = {term: weight for term, weight in weights.items() if _usable(weight)}
+    total = math.fsum(question.values())
+    chosen: list[int] = []
+    taken: set[int] = set()
+    if total > 0.0:
+        target = params.coverage_target * total
+        covered: set[str] = set()
+        while len(chosen) < params.max_items and math.fsum(question[t] for t in covered) < target:
+            uncovered = [term for term in question if term not in covered]
+            best: int | None = None
+            best_key: tuple[float, float, int] = (0.0, 0.0, 0)
+            for index, candidate in enumerate(candidates):
+                if index in taken:
+                    continue
+                gain = math.fsum(question[term] for term in uncovered if term in candidate.terms)
+                key = (gain, candidate.score, -index)
+                if gain > 0.0 and (best is None or key > best_key):
+                    best, best_key = index, key
+            if best is None:
+                break
+            chosen.append(best)
+            taken.add(best)
+            covered.update(term for term in uncovered if term in candidates[best].terms)
+    floor = params.relative_floor * max(candidate.score for candidate in candidates)
+    for index, candidate in enumerate(candidates):
+        if len(chosen) >= params.max_items:
+            break
+        if index not in taken and candidate.score >= floor:
+            chosen.append(index)
+            taken.add(index)
+    chosen.sort(key=lambda index: (-candidates[index].score, index))
+    return [candidates[index] for index in chosen]

@@ -1,0 +1,99 @@
+"""The one module that builds DynamoDB keys. Every key starts with the project.
+
+Handlers never build keys: they get a ``ProjectId`` from the authorizer context
+(kaibo_core.core.tenancy) and pass it to stores, which call these functions. Project
+ids and stream names never contain ``#``, so ``project#rest`` is unambiguous.
+"""
+
+from __future__ import annotations
+
+from typing import NewType
+
+ProjectId = NewType("ProjectId", str)
+
+#: The stream head lives in the stream's own partition, before seq 1.
+HEAD_SEQ = 0
+
+
+def events_pk(project: ProjectId, stream: str) -> str:
+    return f"{project}#{stream}"
+
+
+def event_key(project: ProjectId, stream: str, seq: int) -> dict[str, str | int]:
+    return {"pk": events_pk(project, stream), "seq": seq}
+
+
+def head_key(project: ProjectId, stream: str) -> dict[str, str | int]:
+    return event_key(project, stream, HEAD_SEQ)
+
+
+def stream_heads_partition(project: ProjectId) -> str:
+    """Partition key of the StreamHeads index (sparse: only head items carry it)."""
+    return project
+
+
+def idempotency_key(project: ProjectId, key: str) -> dict[str, str]:
+    return {"pk": f"{project}#{key}"}
+
+
+def project_key(project: ProjectId) -> dict[str, str]:
+    return {"pk": f"project#{project}"}
+
+
+def api_key_key(key_id: str) -> dict[str, str]:
+    """API keys are looked up before the project is known: keyed by key id alone."""
+    return {"pk": f"apikey#{key_id}"}
+
+
+# --- memories and the term index -------------------------------------------------------------
+
+
+def memory_key(project: ProjectId, memory_id: str) -> dict[str, str]:
+    return {"pk": f"{project}#{memory_id}"}
+
+
+def postings_pk(project: ProjectId, side: str, term: str) -> str:
+    """One partition per (project, side, term); ``side`` is ``c`` (current) or ``h`` (history).
+
+    The term comes last: it may contain ``#`` (``c#``), the project and side never do.
+    """
+    return f"{project}#t{side}#{term}"
+
+
+def posting_key(project: ProjectId, side: str, term: str, impact: int, memory_id: str) -> dict[str, str]:
+    """Sort key ``<impact, 5 digits>#<memory id>``: a descending Query reads the strongest first."""
+    return {"pk": postings_pk(project, side, term), "sk": f"{impact:05d}#{memory_id}"}
+
+
+#: Document-frequency shards sort after every posting (``~`` > digits), in the term's
+#: current-side partition: a descending Query reads them first, in the same request.
+DF_SORT_PREFIX = "~df#"
+
+
+def doc_freq_key(project: ProjectId, term: str, shard: int) -> dict[str, str]:
+    return {"pk": postings_pk(project, "c", term), "sk": f"{DF_SORT_PREFIX}{shard:02d}"}
+
+
+def corpus_pk(project: ProjectId) -> str:
+    return f"{project}#corpus"
+
+
+def corpus_key(project: ProjectId, shard: int) -> dict[str, str]:
+    return {"pk": corpus_pk(project), "sk": f"{shard:02d}"}
+
+
+# --- structuring jobs -------------------------------------------------------------------------
+
+
+def job_key(project: ProjectId, job_id: str) -> dict[str, str]:
+    return {"pk": f"{project}#{job_id}"}
+
+
+#: Unfinished jobs are listed by a sparse index spread over this many partitions (the
+#: sweeper reads each), so that no single partition takes every remember's write.
+PENDING_JOB_SHARDS = 4
+
+
+def pending_jobs_partition(shard: int) -> str:
+    """Partition key of the PendingJobs index (only jobs not yet done or failed carry it)."""
+    return f"pending#{shard}"

@@ -1,0 +1,201 @@
+"""The deterministic rule-based structurer (docs/structuring-rules.md).
+
+For a message: split into statements, classify each, resolve its dates, detect
+changes and link them to the earlier memories the search returns. Other kinds
+(tool calls, files, commits) become one draft with the whole text. Every
+non-empty text yields at least one draft, so nothing drops out of recall.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import date
+from typing import Final
+
+from kaibo_core.core.models.memories import MemoryType
+from kaibo_core.core.structuring.changes import Change, accepted_candidates, detect_change, rewritten_fact
+from kaibo_core.core.structuring.classify import (
+    CHANGE_DECISION,
+    COPULA_FACT,
+    FALLBACK_EPISODE,
+    PAST_EPISODE,
+    Classification,
+    classify,
+    subject_of,
+)
+from kaibo_core.core.structuring.dates import local_date, resolve_dates
+from kaibo_core.core.structuring.drafts import (
+    MAX_DRAFTS_PER_EVENT,
+    MAX_LINKS_PER_EVENT,
+    CandidateMemory,
+    CandidateSearch,
+    EventToStructure,
+    Link,
+    LinkKind,
+    MemoryDraft,
+)
+from kaibo_core.core.structuring.statements import Statement, split_statements
+
+#: Confidence of the one draft of a tool call, file or commit, and of an overflow episode.
+WHOLE_TEXT_CONFIDENCE: Final = 0.6
+#: Confidence of a task-completion episode ("I finished the migration script").
+TASK_DONE_CONFIDENCE: Final = 0.7
+_WHOLE_TEXT_TYPES: Final[dict[str, MemoryType]] = {
+    "tool_call": "episode",
+    "commit": "episode",
+    "file": "fact",
+}
+
+
+@dataclass(slots=True)
+class _Plan:
+    """Drafts of one event under construction, with the link budget."""
+
+    drafts: list[MemoryDraft] = field(default_factory=list)
+    linked: set[str] = field(default_factory=set)
+    #: Consecutive plain episode statements, kept together as one memory (see ``flush_episodes``).
+    episodes: list[tuple[Statement, str, float]] = field(default_factory=list)
+    occurred_at: str = ""
+
+    def flush_episodes(self) -> None:
+        """One episode for a run of consecutive narrative statements: a story told in three
+        sentences is one memory, not three (fewer, fuller memories: cheaper to index, and
+        each keeps its context for recall)."""
+        if not self.episodes:
+            return
+        first = self.episodes[0][0]
+        text = " ".join(content for _, content, _ in self.episodes)
+        content = f"{first.speaker}: {text}" if first.speaker else text
+        confidence = min(confidence for _, _, confidence in self.episodes)
+        self.drafts.append(MemoryDraft("episode", content, self.occurred_at, confidence))
+        self.episodes.clear()
+
+    @property
+    def full(self) -> bool:
+        return len(self.drafts) >= MAX_DRAFTS_PER_EVENT
+
+    def links_for(self, kind: LinkKind, memory_ids: list[str]) -> tuple[Link, ...]:
+        """Links to the ids not linked yet by this event, within MAX_LINKS_PER_EVENT."""
+        links: list[Link] = []
+        for memory_id in memory_ids:
+            if memory_id in self.linked or len(self.linked) >= MAX_LINKS_PER_EVENT:
+                continue
+            self.linked.add(memory_id)
+            links.append(Link(kind, memory_id))
+        return tuple(links)
+
+
+class RuleStructurer:
+    """Rules only: no model, no I/O besides the ``search`` it is given. Deterministic."""
+
+    name = "rules"
+
+    def structure(self, event: EventToStructure, search: CandidateSearch) -> list[MemoryDraft]:
+        text = event.text.strip()
+        if not text:
+            return []
+        plan = _Plan()
+        explicit = self._explicit_links(event, plan)
+        if event.kind == "message":
+            self._message_drafts(event, text, search, plan)
+        if not plan.drafts:
+            plan.drafts.append(self._whole_text_draft(event, text))
+        if explicit:
+            first = plan.drafts[0]
+            plan.drafts[0] = replace(first, links=explicit + first.links)
+        return plan.drafts[:MAX_DRAFTS_PER_EVENT]
+
+    @staticmethod
+    def _explicit_links(event: EventToStructure, plan: _Plan) -> tuple[Link, ...]:
+        return plan.links_for("supersedes", list(event.supersedes)) + plan.links_for(
+            "cancels", list(event.cancels)
+        )
+
+    @staticmethod
+    def _whole_text_draft(event: EventToStructure, text: str) -> MemoryDraft:
+        if event.kind == "message":
+            return MemoryDraft("episode", text, event.occurred_at, FALLBACK_EPISODE)
+        kind = _WHOLE_TEXT_TYPES.get(event.kind, "episode")
+        return MemoryDraft(kind, text, event.occurred_at, WHOLE_TEXT_CONFIDENCE)
+
+    def _message_drafts(
+        self, event: EventToStructure, text: str, search: CandidateSearch, plan: _Plan
+    ) -> None:
+        today = local_date(event.occurred_at, event.time_zone)
+        split = split_statements(text)
+        plan.occurred_at = event.occurred_at
+        for statement in split.statements:
+            if plan.full:
+                break
+            self._statement_drafts(event, statement, today, search, plan)
+        plan.flush_episodes()
+        if split.overflow and plan.drafts:
+            overflow = MemoryDraft("episode", split.overflow, event.occurred_at, WHOLE_TEXT_CONFIDENCE)
+            if plan.full:
+                plan.drafts[-1] = overflow  # keep the text findable rather than a late statement
+            else:
+                plan.drafts.append(overflow)
+
+    def _statement_drafts(
+        self, event: EventToStructure, statement: Statement, today: date, search: CandidateSearch, plan: _Plan
+    ) -> None:
+        classification = classify(statement)
+        if classification is None:
+            return
+        change = detect_change(statement)
+        if change is None and classification.type == "episode":
+            plan.episodes.append(
+                (statement, resolve_dates(statement.text, today).text, classification.confidence)
+            )
+            return
+        plan.flush_episodes()
+        content = resolve_dates(_with_speaker(statement), today).text
+        if change is None:
+            subject = subject_of(statement, classification.type)
+            plan.drafts.append(
+                MemoryDraft(
+                    classification.type, content, event.occurred_at, classification.confidence, subject
+                )
+            )
+            return
+        retired = self._retired(change, search, today, content, plan)
+        main_type, confidence = _change_type(change, classification)
+        fact_text = rewritten_fact(change, retired, today)
+        links = plan.links_for(change.link, [candidate.memory_id for candidate in retired])
+        # The links go on the rewritten fact when there is room for it, else on the statement.
+        fact_fits = len(plan.drafts) + 2 <= MAX_DRAFTS_PER_EVENT
+        main_links = () if fact_text is not None and fact_fits else links
+        plan.drafts.append(
+            MemoryDraft(main_type, content, event.occurred_at, confidence, change.subject, main_links)
+        )
+        if fact_text is not None and fact_fits:
+            plan.drafts.append(
+                MemoryDraft("fact", fact_text, event.occurred_at, COPULA_FACT, change.subject, links)
+            )
+
+    @staticmethod
+    def _retired(
+        change: Change, search: CandidateSearch, today: date, content: str, plan: _Plan
+    ) -> list[CandidateMemory]:
+        if len(plan.linked) >= MAX_LINKS_PER_EVENT:
+            return []
+        query = change.query()
+        if not query:
+            return []
+        candidates = [candidate for candidate in search(query) if candidate.memory_id not in plan.linked]
+        return accepted_candidates(change, candidates, today, content)
+
+
+def _with_speaker(statement: Statement) -> str:
+    return f"{statement.speaker}: {statement.text}" if statement.speaker else statement.text
+
+
+def _change_type(change: Change, classification: Classification) -> tuple[MemoryType, float]:
+    if change.kind == "task_done":
+        return "episode", TASK_DONE_CONFIDENCE
+    if change.draft_type is not None:
+        confidence = CHANGE_DECISION if change.draft_type == "decision" else classification.confidence
+        return change.draft_type, confidence
+    if classification.type == "episode" and classification.confidence < PAST_EPISODE:
+        return "fact", COPULA_FACT
+    return classification.type, classification.confidence

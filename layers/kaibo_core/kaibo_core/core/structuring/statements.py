@@ -1,0 +1,240 @@
+"""From an event's text to statements, each with the cues later rules need (pure, linear time).
+
+A message's text may start with its author's name (``Anna: ...``, see
+kaibo_core.core.provisional). It is split at line breaks, sentence ends and semicolons;
+a numbered list stays one statement (it is usually a procedure). Each statement is
+then *prepared*: the speaker, a leading label (``TODO:``, ``Decision:``) and filler
+words (``ok,``, ``so``, ``actually,``) are taken off its ``core``, and the guards
+that stop change detection are computed once (question, hedge, reported speech,
+negation).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+#: Statements read from one text; the rest of a longer text is kept as one overflow episode.
+MAX_STATEMENTS: Final = 40
+#: Characters of a text that are split into statements (files and long pastes stop here).
+MAX_SPLIT_CHARS: Final = 20_000
+#: Longer statements are kept but never parsed for changes (bounded regex work).
+MAX_PARSED_CHARS: Final = 400
+
+_SPEAKER: Final = re.compile(r"^(?P<name>[A-Z][\w.'’-]{0,30}(?: [A-Z][\w.'’-]{0,30}){0,2}):[ \t]+(?=\S)")
+_NOT_SPEAKERS: Final = frozenset(
+    [
+        "todo",
+        "to-do",
+        "task",
+        "tasks",
+        "note",
+        "notes",
+        "update",
+        "decision",
+        "decisions",
+        "correction",
+        "fyi",
+        "reminder",
+        "action",
+        "question",
+        "edit",
+        "ps",
+        "re",
+        "summary",
+        "agenda",
+        "important",
+        "done",
+        "preference",
+        "procedure",
+        "steps",
+        "fact",
+        "info",
+        "warning",
+        "caution",
+        "tip",
+        "heads",
+        "status",
+        "result",
+        "results",
+        "q",
+        "a",
+    ]
+)
+_LABEL: Final = re.compile(
+    r"^(?P<label>todo|to-do|task|action items?|decision|decided|correction|update|preference|procedure"
+    r"|steps|note|fyi|reminder|done|finished|completed)\s*[:\-–]\s+",
+    re.IGNORECASE,
+)
+_FILLER: Final = re.compile(
+    r"^(?:(?:(?P<cue>actually|scratch that|i mean|i meant|sorry|i changed my mind|changed my mind"
+    r"|from now on|going forward|as of now|as of today|these days|nowadays)"
+    r"|ok(?:ay)?|so|also|and|but|alright|all right|btw|by the way|fyi|heads up|hey(?: team| all)?"
+    r"|hi(?: team| all)?|hello(?: team| all)?|just so you know|oh|yeah|thanks|thank you|to be clear"
+    r"|for the record|ah|hmm)\b[\s,:;.!—–-]*"
+    r"|(?:(?P<punct_cue>correction|update|change of plans?)|quick update|no|yes|great|well|good news"
+    r"|bad news)\s*[,:;.!—–-]+\s*)",
+    re.IGNORECASE,
+)
+_BULLET: Final = re.compile(r"^\s*(?:[-*•>]+|\d{1,3}[.)])\s+")
+_NUMBERED_LINE: Final = re.compile(r"^\s*(?:\d{1,3}[.)]|step\s+\d{1,3}\b)", re.IGNORECASE)
+_SENTENCE_END: Final = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|;\s+")
+_ABBREVIATION: Final = re.compile(
+    r"(?:\b(?:e\.g|i\.e|etc|vs|dr|mr|mrs|ms|st|no|approx|a\.m|p\.m|inc|ltd|jr|sr|fig|cf)\.|\b[A-Z]\.)$",
+    re.IGNORECASE,
+)
+_QUESTION_START: Final = re.compile(
+    r"^(?:(?:should|shall|can|could|would|will|do|does|did|is|are|was|were|have|has)\s+"
+    r"(?:we|you|i|they|he|she|it|the|our|this|that|there|anyone|someone)"
+    r"|what|when|where|why|how|who|which|whom|whose|any idea|anyone know)\b",
+    re.IGNORECASE,
+)
+_HEDGE: Final = re.compile(
+    r"\b(?:if|unless|whether|might|may(?!\s+\d)|could|would|should|maybe|perhaps|possibly|probably|suppose"
+    r"|supposing|hypothetically|consider(?:ing|ed)?|thinking about|think about|wonder(?:ing|ed)?|in case"
+    r"|what if|proposal|propose[sd]?|proposing|suggest(?:s|ed|ing)?|idea|option|plan b|not sure|unsure"
+    r"|tentative(?:ly)?|rumou?rs?|i think|we think|i guess|depending)\b",
+    re.IGNORECASE,
+)
+_REPORTED: Final = re.compile(
+    r"\b(?:said|says|say|told|tells|mention(?:s|ed)?|asked|asks|claim(?:s|ed)?|believes?|thinks"
+    r"|heard|hear|according to|reportedly|wants to know|wrote that|emailed that|reckons?)\b",
+    re.IGNORECASE,
+)
+_NEGATION: Final = re.compile(
+    r"\b(?:not|never|no need|none|nobody|nothing|neither|nor|without|cannot|can't|won't|don't|doesn't"
+    r"|didn't|isn't|aren't|wasn't|weren't|haven't|hasn't|shouldn't|wouldn't|couldn't|no one|dont|wont"
+    r"|cant|isnt|arent|didnt|doesnt|havent|hasnt|wasnt)\b",
+    re.IGNORECASE,
+)
+#: Negations that state a change ("no longer", "not ... anymore") are not guards.
+_CHANGE_NEGATION: Final = re.compile(r"\bno\s+longer\b|\bany\s*more\b", re.IGNORECASE)
+_NOW_CUE: Final = re.compile(
+    r"\b(?:now|from now on|these days|going forward|anymore|any more|no longer|instead)\b", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One statement of a text. ``text`` is what the draft keeps (the author's words);
+    ``core`` is what the rules parse."""
+
+    text: str
+    core: str
+    speaker: str | None = None
+    label: str | None = None
+    correction_cue: bool = False  # "actually", "correction:", "from now on", "I meant" ...
+    now_cue: bool = False  # "now", "anymore", "no longer", "instead" ...
+    question: bool = False
+    hedged: bool = False  # hypothetical, tentative or proposed
+    reported: bool = False  # someone else's words
+    negated: bool = False  # a plain negation (not "no longer")
+    numbered: bool = False  # a numbered list kept together
+
+    @property
+    def guarded(self) -> bool:
+        """True when the statement must not change or retire anything."""
+        return self.question or self.hedged or self.reported or self.negated
+
+    @property
+    def parseable(self) -> bool:
+        return len(self.core) <= MAX_PARSED_CHARS and not self.numbered
+
+
+@dataclass(frozen=True, slots=True)
+class SplitText:
+    statements: tuple[Statement, ...]
+    overflow: str  # text beyond MAX_STATEMENTS / MAX_SPLIT_CHARS, not split ("" if none)
+
+
+def split_speaker(text: str) -> tuple[str | None, str]:
+    """``("Anna", "rest")`` for ``"Anna: rest"``; labels such as ``TODO:`` are not speakers."""
+    match = _SPEAKER.match(text)
+    if match is None or match.group("name").lower() in _NOT_SPEAKERS:
+        return None, text
+    return match.group("name"), text[match.end() :]
+
+
+def _sentences(line: str) -> list[str]:
+    pieces: list[str] = []
+    start = 0
+    for boundary in _SENTENCE_END.finditer(line):
+        before = line[start : boundary.start()].rstrip()
+        if boundary.group(0).startswith(";") or not _ABBREVIATION.search(before):
+            pieces.append(line[start : boundary.start()].strip())
+            start = boundary.end()
+    pieces.append(line[start:].strip())
+    return [piece for piece in pieces if piece]
+
+
+def _blocks(text: str) -> list[tuple[str, bool]]:
+    """Lines, with a numbered list (and the header line right before it) kept as one block."""
+    blocks: list[tuple[str, bool]] = []
+    for raw_line in text.splitlines():
+        line = raw_line.strip()
+        if not line:
+            continue
+        if _NUMBERED_LINE.match(line):
+            if blocks and (blocks[-1][1] or blocks[-1][0].endswith(":")):
+                blocks[-1] = (f"{blocks[-1][0]}\n{line}", True)
+            else:
+                blocks.append((line, True))
+            continue
+        blocks.append((line, False))
+    return blocks
+
+
+def _strip_fillers(core: str) -> tuple[str, bool]:
+    cue = False
+    for _ in range(4):
+        match = _FILLER.match(core)
+        if match is None or match.end() == 0 or match.end() >= len(core):
+            break
+        cue = cue or match.group("cue") is not None or match.group("punct_cue") is not None
+        core = core[match.end() :]
+    return core, cue
+
+
+def prepare(text: str, speaker: str | None = None, numbered: bool = False) -> Statement:
+    """The cues of one statement (``text`` without the speaker prefix)."""
+    core = _BULLET.sub("", text, count=1) if not numbered else text
+    label = None
+    label_match = _LABEL.match(core)
+    if label_match and label_match.end() < len(core):
+        label = label_match.group("label").lower()
+        core = core[label_match.end() :]
+    core, filler_cue = _strip_fillers(core)
+    core = core.strip()
+    bare = core.rstrip(" .!")
+    question = bare.endswith("?") or bool(_QUESTION_START.match(bare) and not core.endswith((".", "!")))
+    negated = not _CHANGE_NEGATION.search(core) and bool(_NEGATION.search(core))
+    return Statement(
+        text=text.strip(),
+        core=bare.rstrip("?").strip() or core,
+        speaker=speaker,
+        label=label,
+        correction_cue=filler_cue or label in {"correction", "update"},
+        now_cue=bool(_NOW_CUE.search(core)),
+        question=question,
+        hedged=bool(_HEDGE.search(core)),
+        reported=bool(_REPORTED.search(core)),
+        negated=negated,
+        numbered=numbered,
+    )
+
+
+def split_statements(text: str, limit: int = MAX_STATEMENTS) -> SplitText:
+    """The statements of ``text`` in order (at most ``limit``) and the text left over."""
+    head, tail = text[:MAX_SPLIT_CHARS], text[MAX_SPLIT_CHARS:]
+    speaker, head = split_speaker(head.lstrip())
+    statements: list[Statement] = []
+    blocks = _blocks(head)
+    for index, (block, numbered) in enumerate(blocks):
+        pieces = [block] if numbered else _sentences(block)
+        for piece_index, piece in enumerate(pieces):
+            if len(statements) == limit:
+                rest = [*pieces[piece_index:], *(line for line, _ in blocks[index + 1 :])]
+                return SplitText(tuple(statements), "\n".join([*rest, tail.strip()]).strip())
+            statements.append(prepare(piece, speaker, numbered))
+    return SplitText(tuple(statements), tail.strip())

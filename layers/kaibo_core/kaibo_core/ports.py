@@ -1,0 +1,167 @@
+"""Every port the services need, in one place: what a store, a queue or a structurer must offer.
+
+Services depend on these Protocols only; ``kaibo_core.adapters`` implements them for
+DynamoDB, SQS and Bedrock, and in memory (the fakes the unit tests and the embedded
+benchmarks use). The import contracts (``.importlinter``) keep it so: services never
+import an adapter, and a fake never imports a real adapter. Protocols are structural:
+an adapter satisfies one by having its methods, without importing this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from kaibo_core.core.api_keys import IssuedKey
+    from kaibo_core.core.models.events import EventRecord, StreamHead
+    from kaibo_core.core.models.jobs import JobRecord, PendingJob
+    from kaibo_core.core.models.keys import StoredKey
+    from kaibo_core.core.models.memories import CorpusStats, MemoryRecord, TermRead
+    from kaibo_core.core.storage_keys import ProjectId
+    from kaibo_core.core.structuring.drafts import CandidateSearch, EventToStructure, MemoryDraft
+    from kaibo_core.core.structuring.plan import CommitOutcome, StructuringCommit
+
+# --- Events: the hash-chained log -------------------------------------------------------------------
+
+
+class EventLog(Protocol):
+    """What remember needs from storage (DynamoEventStore implements it).
+
+    ``append`` raises AppendConflictError when the transaction loses a race.
+    """
+
+    def read_head(self, project: ProjectId, stream: str) -> StreamHead: ...
+
+    def append(
+        self,
+        project: ProjectId,
+        stream: str,
+        expected: StreamHead,
+        records: Sequence[EventRecord],
+        received_at: str,
+        *,
+        job: JobRecord | None = None,
+    ) -> None: ...
+
+    def get_events(self, project: ProjectId, locations: Sequence[tuple[str, int]]) -> list[EventRecord]: ...
+
+
+class EventSource(Protocol):
+    def get_events(self, project: ProjectId, locations: Sequence[tuple[str, int]]) -> list[EventRecord]: ...
+
+
+class EventPages(Protocol):
+    def page_events(
+        self, project: ProjectId, stream: str, from_seq: int, limit: int, max_bytes: int
+    ) -> tuple[list[EventRecord], int | None]: ...
+
+    def list_heads(
+        self, project: ProjectId, after_stream: str | None, limit: int
+    ) -> tuple[list[tuple[str, StreamHead]], str | None]: ...
+
+
+# --- Memories and the term index --------------------------------------------------------------------
+
+
+class ProvisionalIndex(Protocol):
+    """Where provisional memories go (DynamoMemoryStore implements it)."""
+
+    def index_many(self, memories: Sequence[MemoryRecord]) -> list[bool | Exception]: ...
+
+    def existing_ids(self, project: ProjectId, memory_ids: Iterable[str]) -> set[str]: ...
+
+
+class MemoryGetter(Protocol):
+    def get(self, project: ProjectId, memory_id: str) -> MemoryRecord | None: ...
+    def get_many(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, MemoryRecord]: ...
+
+
+class MemoryReader(Protocol):
+    def get_many(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, MemoryRecord]: ...
+
+
+class TermIndex(Protocol):
+    def read(
+        self, project: ProjectId, terms: Sequence[str], limit: int, history: bool
+    ) -> tuple[Sequence[TermRead], CorpusStats]: ...
+
+
+class StructuringStore(Protocol):
+    def get(self, project: ProjectId, memory_id: str) -> MemoryRecord | None: ...
+    def get_many(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, MemoryRecord]: ...
+    def index_new(self, memory: MemoryRecord) -> bool: ...
+    def claim_plan(self, project: ProjectId, provisional_id: str, plan: str) -> tuple[str, str | None]: ...
+    def stage(self, memory: MemoryRecord) -> bool: ...
+    def commit(self, project: ProjectId, change: StructuringCommit) -> CommitOutcome: ...
+    def abandon_staged(self, project: ProjectId, memory_ids: list[str]) -> None: ...
+    def unindex(self, memory: MemoryRecord) -> None: ...
+    def move_to_history(self, memory: MemoryRecord) -> None: ...
+
+
+# --- Jobs and the structuring queue -----------------------------------------------------------------
+
+
+class JobReader(Protocol):
+    def get(self, project: ProjectId, job_id: str) -> JobRecord | None: ...
+
+
+class JobStore(Protocol):
+    def start(self, project: ProjectId, job_id: str, now: str) -> JobRecord | None: ...
+    def finish(self, project: ProjectId, job_id: str, memory_ids: list[str], now: str) -> None: ...
+    def fail(self, project: ProjectId, job_id: str, error: str, now: str) -> None: ...
+
+
+class PendingJobs(Protocol):
+    def pending_before(self, cutoff: datetime, limit: int) -> Iterator[PendingJob]: ...
+
+    def postpone(self, job: PendingJob, since: datetime) -> bool:
+        """Move ``job`` to ``since`` if it is still unfinished and still where it was read."""
+        ...
+
+
+class JobQueue(Protocol):
+    """Where structuring jobs are announced (SqsJobQueue implements it)."""
+
+    def send(self, project: ProjectId, job_id: str) -> None: ...
+
+
+class JobRequeue(Protocol):
+    def send_many(self, jobs: list[tuple[ProjectId, str]]) -> int: ...
+
+
+# --- Structuring ------------------------------------------------------------------------------------
+
+
+class Structurer(Protocol):
+    """Turns one event into memory drafts. Deterministic implementations are preferred:
+    the service stores the first plan it makes for an event and reuses it on redelivery."""
+
+    @property
+    def name(self) -> str: ...
+
+    def structure(self, event: EventToStructure, search: CandidateSearch) -> list[MemoryDraft]: ...
+
+
+# --- Projects and keys ------------------------------------------------------------------------------
+
+
+class ProjectStore(Protocol):
+    def create_project(  # noqa: PLR0917 - a project's fields
+        self,
+        project: ProjectId,
+        name: str,
+        key: IssuedKey,
+        scopes: Sequence[str],
+        now: str,
+        time_zone: str | None = None,
+    ) -> None: ...
+
+    def add_key(self, project: ProjectId, key: IssuedKey, scopes: Sequence[str], now: str) -> None: ...
+
+    def revoke_key(self, key_id: str, now: str) -> None: ...
+
+
+class KeyLookup(Protocol):
+    def get_key(self, key_id: str) -> StoredKey | None: ...

@@ -1,0 +1,59 @@
+"""Deployment settings, read from the environment once per container and validated.
+
+Nothing reads ``os.environ`` at import time or in domain logic: handlers call
+``get_settings()`` when they build their services.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+from pydantic import BaseModel, Field
+
+_OFF = frozenset({"0", "false", "no", "off"})
+
+
+class Settings(BaseModel):
+    events_table: str = Field(min_length=1)
+    idempotency_table: str = Field(min_length=1)
+    projects_table: str = Field(min_length=1)
+    memories_table: str = ""
+    index_table: str = ""
+    admin_key_hash: str = ""
+    jobs_table: str = ""
+    structuring_queue_url: str = ""
+    #: ``rules`` (default, offline) or ``bedrock`` (docs/structuring-bedrock.md).
+    structurer: str = "rules"
+    bedrock_model_id: str = ""
+    #: remember with ``wait: true`` waits at most this long for its job (then answers 202).
+    wait_seconds: float = Field(default=10.0, gt=0, le=25)
+    #: The sweeper re-queues jobs still unfinished this long after remember.
+    sweep_after_seconds: int = Field(default=120, ge=1)
+    #: The SDK speed-ups (``adapters/sdk_speedups``: lean loader, plain items, recall's direct
+    #: reads); ``KAIBO_SDK_SPEEDUPS=0`` leaves plain botocore.
+    sdk_speedups: bool = True
+
+    @classmethod
+    def from_environ(cls, environ: dict[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        return cls(
+            events_table=env.get("KAIBO_EVENTS_TABLE", ""),
+            idempotency_table=env.get("KAIBO_IDEMPOTENCY_TABLE", ""),
+            projects_table=env.get("KAIBO_PROJECTS_TABLE", ""),
+            memories_table=env.get("KAIBO_MEMORIES_TABLE", ""),
+            index_table=env.get("KAIBO_INDEX_TABLE", ""),
+            admin_key_hash=env.get("KAIBO_ADMIN_KEY_HASH", ""),
+            jobs_table=env.get("KAIBO_JOBS_TABLE", ""),
+            structuring_queue_url=env.get("KAIBO_STRUCTURING_QUEUE_URL", ""),
+            structurer=env.get("KAIBO_STRUCTURER", "rules") or "rules",
+            bedrock_model_id=env.get("KAIBO_BEDROCK_MODEL_ID", ""),
+            wait_seconds=float(env.get("KAIBO_WAIT_SECONDS", "10") or 10),
+            sweep_after_seconds=int(env.get("KAIBO_SWEEP_AFTER_SECONDS", "120") or 120),
+            sdk_speedups=env.get("KAIBO_SDK_SPEEDUPS", "1").strip().lower() not in _OFF,
+        )
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings.from_environ()

@@ -1,0 +1,231 @@
+"""Wiring: every store and service a function uses, built here once per container.
+
+Handlers ask this module for their service (``wiring.recall_service()``) unless one is
+injected (``lambda_handler(event, context, service=...)``), so tests pass in a service
+built over fakes or the emulator instead of patching module globals; ``reset()`` drops
+everything built (after a test changes the environment).
+
+Each factory imports its adapters when first called, not at import: a function pays at
+cold start only for the stores it uses (remember never loads recall's read path, nor the
+structurer). Settings come from the environment, validated once (``runtime/settings.py``).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from kaibo_core.runtime.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_sqs import SQSClient
+
+    from kaibo_core.adapters.dynamodb_events import DynamoEventStore
+    from kaibo_core.adapters.dynamodb_jobs import DynamoJobStore
+    from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore
+    from kaibo_core.adapters.dynamodb_projects import DynamoProjectStore
+    from kaibo_core.adapters.sqs_jobs import SqsJobQueue
+    from kaibo_core.ports import Structurer
+    from kaibo_core.services.admin import AdminService
+    from kaibo_core.services.authorization import AuthorizationService
+    from kaibo_core.services.jobs import JobsService
+    from kaibo_core.services.memories import MemoriesService
+    from kaibo_core.services.recall import RecallService
+    from kaibo_core.services.remember import RememberService
+    from kaibo_core.services.streams import StreamsService
+    from kaibo_core.services.structuring import StructuringService
+    from kaibo_core.services.sweeping import Sweeper
+
+# --- clients, stores and queues -----------------------------------------------------------------
+
+
+def dynamodb() -> DynamoDBClient:
+    from kaibo_core.adapters.aws import dynamodb_client
+
+    return dynamodb_client(get_settings().sdk_speedups)
+
+
+def sqs() -> SQSClient:
+    from kaibo_core.adapters.aws import sqs_client
+
+    return sqs_client(get_settings().sdk_speedups)
+
+
+@lru_cache(maxsize=1)
+def job_store() -> DynamoJobStore:
+    from kaibo_core.adapters.dynamodb_jobs import DynamoJobStore
+
+    return DynamoJobStore(dynamodb(), get_settings().jobs_table)
+
+
+@lru_cache(maxsize=1)
+def event_store() -> DynamoEventStore:
+    """The event log; remember writes each batch's job in the same transaction."""
+    from kaibo_core.adapters.dynamodb_events import DynamoEventStore
+
+    settings = get_settings()
+    return DynamoEventStore(dynamodb(), settings.events_table, settings.idempotency_table, jobs=job_store())
+
+
+@lru_cache(maxsize=1)
+def memory_store() -> DynamoMemoryStore:
+    """Memories and their postings (two tables: the items, and the term index)."""
+    from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore
+
+    settings = get_settings()
+    return DynamoMemoryStore(dynamodb(), settings.memories_table, settings.index_table)
+
+
+@lru_cache(maxsize=1)
+def project_store() -> DynamoProjectStore:
+    from kaibo_core.adapters.dynamodb_projects import DynamoProjectStore
+
+    return DynamoProjectStore(dynamodb(), get_settings().projects_table)
+
+
+@lru_cache(maxsize=1)
+def job_queue() -> SqsJobQueue:
+    from kaibo_core.adapters.sqs_jobs import SqsJobQueue
+
+    return SqsJobQueue(sqs(), get_settings().structuring_queue_url)
+
+
+def configured_structurer(settings: Settings) -> Structurer:
+    """The structurer a deployment uses (``KAIBO_STRUCTURER``): rules by default, Bedrock by choice."""
+    from kaibo_core.core.structuring.rules import RuleStructurer
+
+    rules = RuleStructurer()
+    if settings.structurer == "rules":
+        return rules
+    if settings.structurer == "bedrock":
+        from kaibo_core.adapters import bedrock_structurer
+
+        if not settings.bedrock_model_id:
+            raise ValueError("KAIBO_STRUCTURER=bedrock needs KAIBO_BEDROCK_MODEL_ID")
+        client = bedrock_structurer.bedrock_runtime_client()
+        return bedrock_structurer.BedrockStructurer(client, settings.bedrock_model_id, rules)
+    raise ValueError(f"KAIBO_STRUCTURER must be rules or bedrock, not {settings.structurer!r}")
+
+
+# --- services ------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def remember_service() -> RememberService:
+    from kaibo_core.services.remember import RememberService
+
+    memories = memory_store()
+    return RememberService(
+        event_store(), memories, jobs=job_queue(), job_reader=job_store(), memory_reader=memories
+    )
+
+
+@lru_cache(maxsize=1)
+def recall_service() -> RecallService:
+    """Recall reads through the SDK speed-ups' direct path when they are on (adapters/sdk_speedups)."""
+    from kaibo_core.adapters.aws import dynamodb_reads
+    from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
+    from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore
+    from kaibo_core.services.recall import RecallService
+
+    settings = get_settings()
+    reads = dynamodb_reads(settings.sdk_speedups)
+    return RecallService(
+        DynamoTermIndex(reads, settings.index_table),
+        DynamoMemoryStore(dynamodb(), settings.memories_table, settings.index_table, reads=reads),
+    )
+
+
+@lru_cache(maxsize=1)
+def memories_service() -> MemoriesService:
+    from kaibo_core.services.memories import MemoriesService
+
+    return MemoriesService(memory_store())
+
+
+@lru_cache(maxsize=1)
+def jobs_service() -> JobsService:
+    from kaibo_core.services.jobs import JobsService
+
+    return JobsService(job_store())
+
+
+@lru_cache(maxsize=1)
+def streams_service() -> StreamsService:
+    from kaibo_core.services.streams import StreamsService
+
+    return StreamsService(event_store())
+
+
+@lru_cache(maxsize=1)
+def admin_service() -> AdminService:
+    from kaibo_core.services.admin import AdminService
+
+    return AdminService(project_store())
+
+
+@lru_cache(maxsize=1)
+def authorization_service() -> AuthorizationService:
+    from kaibo_core.services.authorization import AuthorizationService
+
+    return AuthorizationService(project_store(), get_settings().admin_key_hash)
+
+
+@lru_cache(maxsize=1)
+def structuring_service() -> StructuringService:
+    return build_structuring_service(configured_structurer(get_settings()))
+
+
+def build_structuring_service(structurer: Structurer) -> StructuringService:
+    """The structure function's service around ``structurer`` (tests give a scripted one)."""
+    from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
+    from kaibo_core.adapters.dynamodb_structuring import DynamoStructuringStore
+    from kaibo_core.services.structuring import StructuringService
+
+    settings = get_settings()
+    client = dynamodb()
+    return StructuringService(
+        event_store(),
+        DynamoStructuringStore(client, settings.memories_table, settings.index_table),
+        DynamoTermIndex(client, settings.index_table),
+        structurer,
+        # A project's time zone is set at its creation and never changes.
+        project_time_zone=lru_cache(maxsize=1024)(project_store().time_zone),
+    )
+
+
+@lru_cache(maxsize=1)
+def sweeper() -> Sweeper:
+    from kaibo_core.services.sweeping import Sweeper
+
+    return Sweeper(job_store(), job_queue())
+
+
+# --- tests and the local stack -------------------------------------------------------------------
+
+
+def reset() -> None:
+    """Forget every client, store and service built, and the settings (the environment changed)."""
+    from kaibo_core.adapters import aws
+
+    for factory in (
+        job_store,
+        event_store,
+        memory_store,
+        project_store,
+        job_queue,
+        remember_service,
+        recall_service,
+        memories_service,
+        jobs_service,
+        streams_service,
+        admin_service,
+        authorization_service,
+        structuring_service,
+        sweeper,
+        get_settings,
+        aws.dynamodb_client,
+        aws.sqs_client,
+    ):
+        factory.cache_clear()
