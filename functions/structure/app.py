@@ -33,8 +33,22 @@ processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failu
 
 
 def structure_record(record: SQSRecord, service: StructuringService, jobs: JobStore) -> None:
-    project, job_id = parse_job_message(record.body)
-    stats = service.structure_job(project, job_id, jobs)
+    try:
+        project, job_id = parse_job_message(record.body)
+    except ValueError:
+        logger.error("not a job message", extra={"messageId": record.message_id})
+        raise
+    try:
+        stats = service.structure_job(project, job_id, jobs)
+    except Exception as exc:
+        # The batch processor reports the record as failed (retried, then the DLQ) and logs
+        # nothing itself. One line, ids and the error's class only: an SDK error's message may
+        # quote stored values, and event text never reaches the logs.
+        logger.error(
+            "structuring failed",
+            extra={"jobId": job_id, "messageId": record.message_id, "error": type(exc).__name__},
+        )
+        raise
     metrics.add_metric("EventsStructured", MetricUnit.Count, stats.events)
     metrics.add_metric("MemoriesStructured", MetricUnit.Count, stats.memories)
     metrics.add_metric("MemoriesSuperseded", MetricUnit.Count, stats.superseded + stats.canceled)

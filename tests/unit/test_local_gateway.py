@@ -253,7 +253,7 @@ def test_given_overlapping_routes_then_the_most_specific_route_wins_segment_by_s
 
 
 @pytest.mark.parametrize(
-    "token", [None, "", "Basic dXNlcjpwYXNz", "Bearer", "Bearer ", "Bearer a.b", "bearer abc", "Bearer a b"]
+    "token", [None, "", "Basic dXNlcjpwYXNz", "Bearer", "Bearer ", "Bearer a.b", "Bearerabc", "Bearer a b"]
 )
 def test_given_a_missing_or_malformed_authorization_header_then_401_without_calling_the_authorizer(
     gateway: LocalGateway, fakes: FakeFunctions, token: str | None

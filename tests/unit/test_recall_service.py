@@ -212,6 +212,19 @@ def test_given_a_long_memory_and_a_small_budget_then_a_verbatim_summary(memories
         assert piece in text
 
 
+@pytest.mark.parametrize("as_of", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"])
+def test_given_an_as_of_outside_the_years_0001_to_9999_in_utc_then_422_not_500(as_of: str) -> None:
+    service = RecallService(InMemoryMemoryStore(), InMemoryMemoryStore(), clock=lambda: NOW)
+    with pytest.raises(UnprocessableError) as caught:
+        service.recall(PROJECT, RecallQuery(question="x y", budget=300, as_of=as_of))
+    assert caught.value.code == "invalid_timestamp"
+
+
+def test_given_an_as_of_in_year_one_then_it_is_echoed_in_the_canonical_form(memories: Memories) -> None:
+    answer = memories.recall("release target", asOf="0001-01-01T00:00:00Z")
+    assert answer["asOf"] == "0001-01-01T00:00:00.000Z"
+
+
 def test_given_an_invalid_as_of_then_422() -> None:
     service = RecallService(InMemoryMemoryStore(), InMemoryMemoryStore(), clock=lambda: NOW)
     with pytest.raises(UnprocessableError) as caught:

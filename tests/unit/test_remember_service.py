@@ -140,12 +140,32 @@ def test_given_occurred_at_far_in_future_then_422_before_any_write() -> None:
     assert service.remember(PROJECT, *request(message("b", occurredAt="2026-06-02T09:34:59Z"))).events
 
 
-@pytest.mark.parametrize("bad", ["2026-06-02T09:30:00", "yesterday", "2026-13-01T00:00:00Z"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "2026-06-02T09:30:00",
+        "yesterday",
+        "2026-13-01T00:00:00Z",
+        "0001-01-01T00:00:00+14:00",  # year 0 once in UTC: was a 500 (OverflowError)
+    ],
+)
 def test_given_unparseable_or_naive_timestamp_then_422(bad: str) -> None:
     service, _ = make_service()
     with pytest.raises(UnprocessableError) as caught:
         service.remember(PROJECT, *request(message("a", occurredAt=bad)))
     assert caught.value.code == "invalid_timestamp"
+
+
+@pytest.mark.parametrize(
+    "early", ["1899-12-31T23:59:59.999Z", "0999-06-01T00:00:00Z", "0001-01-01T00:00:00Z"]
+)
+def test_given_occurred_at_before_1900_then_422_before_any_write(early: str) -> None:
+    # Years 1-999 were accepted and hashed as "1-01-01T…", which nothing could read back.
+    service, store = make_service()
+    with pytest.raises(UnprocessableError) as caught:
+        service.remember(PROJECT, *request(message("a", occurredAt=early)))
+    assert caught.value.code == "occurred_at_too_early"
+    assert store.append_calls == 0
 
 
 @pytest.mark.parametrize("value", [2**53, -(2**53), "\ud800", 1e20, float("nan")])

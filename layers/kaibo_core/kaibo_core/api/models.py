@@ -27,7 +27,7 @@ from kaibo_core.core.limits import (
     MAX_RECALL_STREAMS,
     STREAM_NAME_PATTERN,
 )
-from kaibo_core.core.models.keys import Scope
+from kaibo_core.core.models.keys import KeyScope, Scope
 
 
 def _utf8_encodable(text: str) -> str:
@@ -63,6 +63,13 @@ class WireModel(BaseModel):
     # (pydantic copies them for each instance), not default_factory=list: for a builtin factory,
     # pydantic parses the builtin's text signature with tokenize (~8 ms of the first request).
     model_config = ConfigDict(populate_by_name=True, extra="forbid", defer_build=True)
+
+
+class RequestModel(WireModel):
+    """A request body: strict types. ``"wait": "yes"``, ``"budget": "100"`` or ``"budget": true``
+    are refused (422), never coerced into what the caller did not send."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid", defer_build=True, strict=True)
 
 
 class SparseWireModel(WireModel):
@@ -110,7 +117,7 @@ class CommitPayload(PayloadModel):
     repository: str | None = None
 
 
-class _EventInBase(WireModel):
+class _EventInBase(RequestModel):
     idempotencyKey: IdempotencyKey  # noqa: N815
     occurredAt: str | None = Field(  # noqa: N815
         default=None,
@@ -146,7 +153,7 @@ EventIn = Annotated[MessageEvent | ToolCallEvent | FileEvent | CommitEvent, Fiel
 EventKind = Literal["message", "tool_call", "file", "commit"]
 
 
-class RememberRequest(WireModel):
+class RememberRequest(RequestModel):
     stream: StreamName
     events: list[EventIn] = Field(min_length=1, max_length=MAX_EVENTS_PER_BATCH)
     wait: bool = False
@@ -212,7 +219,7 @@ class StreamsPage(WireModel):
     nextCursor: str | None = None  # noqa: N815
 
 
-class CreateProjectRequest(WireModel):
+class CreateProjectRequest(RequestModel):
     name: str = Field(min_length=1, max_length=128)
     timeZone: str | None = Field(  # noqa: N815
         default=None,
@@ -231,12 +238,17 @@ class CreateProjectResponse(WireModel):
     timeZone: str = "UTC"  # noqa: N815
 
 
-def _default_scopes() -> list[Scope]:
+def _default_scopes() -> list[KeyScope]:
     return ["forget", "read", "write"]
 
 
-class CreateKeyRequest(WireModel):
-    scopes: list[Scope] = Field(default_factory=_default_scopes, min_length=1)
+class CreateKeyRequest(RequestModel):
+    scopes: list[KeyScope] = Field(
+        default_factory=_default_scopes,
+        min_length=1,
+        description="read, write and/or forget. A project key cannot be an admin key: admin routes "
+        "take the deployment's admin key only.",
+    )
 
 
 class CreateKeyResponse(WireModel):
@@ -260,7 +272,7 @@ class ErrorResponse(WireModel):
 MemoryTypeName = Literal["fact", "decision", "task", "preference", "procedure", "episode"]
 
 
-class RecallRequest(WireModel):
+class RecallRequest(RequestModel):
     question: str = Field(
         min_length=1, max_length=MAX_QUESTION_CHARS, examples=["When is the release target?"]
     )
@@ -336,7 +348,7 @@ class MemoryOut(SparseWireModel):
     )
 
 
-class ExplainRequest(WireModel):
+class ExplainRequest(RequestModel):
     memoryId: str = Field(min_length=1, max_length=128, examples=["mem_01JZ..."])  # noqa: N815
 
 

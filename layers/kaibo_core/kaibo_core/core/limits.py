@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 #: DynamoDB: one transaction holds at most 100 actions. remember writes, per
 #: event, its idempotency key and the event item, plus the stream head and the job.
@@ -22,6 +22,14 @@ MAX_RESPONSE_PAYLOAD_BYTES = 5 * 1024 * 1024
 
 #: ``occurredAt`` may lead the server's clock by at most this much (clock skew).
 MAX_OCCURRED_AT_LEAD = timedelta(minutes=5)
+#: ... and lie no earlier than this: every date structuring derives from it ("the day after",
+#: "next Friday") stays far inside what every component can represent and round-trip.
+MIN_OCCURRED_AT = datetime(1900, 1, 1, tzinfo=UTC)
+
+#: The JSON reader (every request body): nesting depth, and digits in one number literal
+#: (an integer beyond ±(2^53−1) has no canonical form anyway; this bounds the parser's work).
+MAX_JSON_DEPTH = 64
+MAX_JSON_NUMBER_CHARS = 64
 
 STREAM_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 MAX_IDEMPOTENCY_KEY_LENGTH = 256

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from collections.abc import Callable, Sequence
 from http import HTTPStatus
 from typing import Any, TypeVar
@@ -20,6 +19,7 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from kaibo_core.api.models import ErrorResponse
 from kaibo_core.core.errors import KaiboError, TooManyRequestsError
+from kaibo_core.core.json_reader import read_json
 from kaibo_core.core.tenancy import Principal
 from kaibo_core.runtime.observability import logger
 
@@ -51,15 +51,6 @@ ERROR_RESPONSES: dict[int, OpenAPIResponse] = {
         (500, "A fault of ours: details.requestId names it"),
     ]
 }
-
-
-def _reject_constant(name: str) -> None:
-    raise json.JSONDecodeError(f"{name} is not valid JSON", name, 0)
-
-
-def strict_json_loads(body: str) -> Any:
-    """``json.loads`` without the NaN/Infinity extensions (they have no canonical form)."""
-    return json.loads(body, parse_constant=_reject_constant)
 
 
 def error_response(
@@ -112,7 +103,7 @@ def create_resolver() -> APIGatewayRestResolver:
     app = APIGatewayRestResolver(
         enable_validation=True,
         response_validation_error_http_code=HTTPStatus.INTERNAL_SERVER_ERROR,
-        json_body_deserializer=strict_json_loads,
+        json_body_deserializer=read_json,
     )
 
     @app.exception_handler(KaiboError)

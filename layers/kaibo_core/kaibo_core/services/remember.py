@@ -38,7 +38,12 @@ from kaibo_core.core.errors import (
 )
 from kaibo_core.core.ids import event_id
 from kaibo_core.core.ids import job_id as new_job_id
-from kaibo_core.core.limits import MAX_APPEND_ATTEMPTS, MAX_OCCURRED_AT_LEAD, MAX_PAYLOAD_BYTES
+from kaibo_core.core.limits import (
+    MAX_APPEND_ATTEMPTS,
+    MAX_OCCURRED_AT_LEAD,
+    MAX_PAYLOAD_BYTES,
+    MIN_OCCURRED_AT,
+)
 from kaibo_core.core.models.events import (
     AppendConflictError,
     EventRecord,
@@ -170,6 +175,13 @@ def _occurred_at(index: int, text: str | None, received: datetime) -> str:
             f"events[{index}].occurredAt is not an RFC 3339 timestamp with an offset: {exc}",
             {"index": index, "field": "occurredAt"},
         ) from exc
+    if moment < MIN_OCCURRED_AT:
+        raise UnprocessableError(
+            "occurred_at_too_early",
+            f"events[{index}].occurredAt is before {format_instant(MIN_OCCURRED_AT)}, the earliest "
+            "instant an event may carry.",
+            {"index": index, "occurredAt": text, "earliest": format_instant(MIN_OCCURRED_AT)},
+        )
     if moment - received > MAX_OCCURRED_AT_LEAD:
         raise UnprocessableError(
             "occurred_at_in_future",

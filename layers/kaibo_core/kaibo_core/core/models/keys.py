@@ -8,6 +8,8 @@ from typing import Literal
 from kaibo_core.core.storage_keys import ProjectId
 
 Scope = Literal["read", "write", "forget", "admin"]
+#: What a project key may be granted (``admin`` is the deployment admin key's alone).
+KeyScope = Literal["read", "write", "forget"]
 
 
 @dataclass(frozen=True)
