@@ -19,7 +19,7 @@ from botocore.config import Config
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
-from kaibo_core.adapters.aws import dynamodb_client, dynamodb_reads
+from kaibo_core.adapters.aws import dynamodb_client, sqs_client
 from kaibo_core.adapters.dynamodb_values import key, s
 from kaibo_core.adapters.sdk_speedups.direct_reads import (
     MAX_CONSECUTIVE_FAILURES,
@@ -27,7 +27,7 @@ from kaibo_core.adapters.sdk_speedups.direct_reads import (
     DirectDynamoReads,
 )
 from kaibo_core.core import storage_keys
-from kaibo_core.runtime.settings import Settings
+from kaibo_core.runtime import wiring
 from tests.conftest import AwsStack
 from tests.integration.test_memory_index import memory, new_project, stores
 
@@ -241,12 +241,15 @@ def test_not_used_through_a_proxy_without_credentials_or_under_a_path(aws_stack:
 
 
 def test_turned_off_by_the_setting(handler_env: AwsStack, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert isinstance(dynamodb_reads(Settings.from_environ().sdk_speedups), DirectDynamoReads)
+    assert isinstance(wiring.dynamodb_reads(), DirectDynamoReads)
+    assert wiring.dynamodb() is dynamodb_client()
     monkeypatch.setenv("KAIBO_SDK_SPEEDUPS", "0")
-    plain = dynamodb_reads(Settings.from_environ().sdk_speedups)
-    # One switch turns every speed-up off: the reads go through a client of its own, plain botocore.
-    assert plain is dynamodb_client(False)
+    wiring.reset()
+    # One switch turns every speed-up off: plain botocore clients of their own, no direct path.
+    plain = wiring.dynamodb()
+    assert wiring.dynamodb_reads() is plain
     assert plain is not dynamodb_client()
+    assert wiring.sqs() is not sqs_client()
     assert "to_string" in vars(dynamodb_client()._user_agent_creator)  # type: ignore[attr-defined]  # memoized
     assert "to_string" not in vars(plain._user_agent_creator)  # type: ignore[attr-defined]
 

@@ -4,16 +4,16 @@ Endpoint and region come from the environment (``AWS_ENDPOINT_URL``,
 ``AWS_DEFAULT_REGION``), which botocore reads itself, so the same code runs on
 AWS and against the local stack's emulator. Clients come straight from a
 botocore session: ``import boto3`` would add boto3 and s3transfer (~60 ms) to
-every cold start for nothing we use. ``speedups`` (the deployment's
-``KAIBO_SDK_SPEEDUPS``) adds the SDK speed-ups of ``sdk_speedups``; without them the
-clients are plain botocore.
+every cold start for nothing we use. The clients carry the SDK speed-ups of
+``sdk_speedups``; the ``plain_`` ones (the deployment's ``KAIBO_SDK_SPEEDUPS=0``, chosen in
+``runtime/wiring.py``) are plain botocore.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 import botocore.session
 from botocore.config import Config
@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
     from kaibo_core.adapters.sdk_speedups.direct_reads import DirectDynamoReads, Observer
 
+    #: What recall reads through: the direct path, or a botocore client.
+    DynamoReads: TypeAlias = DynamoDBClient | DirectDynamoReads
+
 _CONFIG = Config(
     retries={"mode": "standard", "max_attempts": 3},
     connect_timeout=2,
@@ -34,38 +37,53 @@ _CONFIG = Config(
 )
 
 
-@lru_cache(maxsize=2)
-def botocore_session(speedups: bool = True) -> botocore.session.Session:
-    """The botocore session of the container (with the lean data loader when ``speedups``)."""
+@lru_cache(maxsize=1)
+def botocore_session() -> botocore.session.Session:
+    """The botocore session of the container, with the lean data loader (``sdk_speedups``)."""
     session = botocore.session.get_session()
-    if speedups:
-        sdk_speedups.speed_up_session(session)
+    sdk_speedups.speed_up_session(session)
     return session
 
 
-@lru_cache(maxsize=2)
-def dynamodb_client(speedups: bool = True) -> DynamoDBClient:
-    client = cast("DynamoDBClient", botocore_session(speedups).create_client("dynamodb", config=_CONFIG))
-    if speedups:
-        sdk_speedups.speed_up_dynamodb_client(client)
+@lru_cache(maxsize=1)
+def dynamodb_client() -> DynamoDBClient:
+    """The DynamoDB client, with the SDK speed-ups (plain items, user-agent memo)."""
+    client = cast("DynamoDBClient", botocore_session().create_client("dynamodb", config=_CONFIG))
+    sdk_speedups.speed_up_dynamodb_client(client)
     return client
 
 
-def dynamodb_reads(
-    speedups: bool = True, observer: Observer | None = None
-) -> DynamoDBClient | DirectDynamoReads:
+@lru_cache(maxsize=1)
+def sqs_client() -> SQSClient:
+    return cast("SQSClient", botocore_session().create_client("sqs", config=_CONFIG))
+
+
+def dynamodb_reads(direct: bool = True, observer: Observer | None = None) -> DynamoReads:
     """What recall's Query and BatchGetItem go through: the direct path in front of the client
-    (``sdk_speedups.direct_reads``) with the speed-ups on, else the client itself. Built once
-    per container with the service that uses it."""
-    client = dynamodb_client(speedups)
-    if not speedups:
+    (``sdk_speedups.direct_reads``), or the client itself when ``direct`` is off or the path
+    cannot be used. Built once per container with the service that uses it."""
+    client = dynamodb_client()
+    if not direct:
         return client
-    return sdk_speedups.direct_read_path(client, botocore_session(speedups), observer)
+    return sdk_speedups.direct_read_path(client, botocore_session(), observer)
 
 
-@lru_cache(maxsize=2)
-def sqs_client(speedups: bool = True) -> SQSClient:
-    return cast("SQSClient", botocore_session(speedups).create_client("sqs", config=_CONFIG))
+# --- Without the SDK speed-ups (KAIBO_SDK_SPEEDUPS=0): plain botocore, a session of its own. ------
+
+
+@lru_cache(maxsize=1)
+def plain_botocore_session() -> botocore.session.Session:
+    return botocore.session.get_session()
+
+
+@lru_cache(maxsize=1)
+def plain_dynamodb_client() -> DynamoDBClient:
+    return cast("DynamoDBClient", plain_botocore_session().create_client("dynamodb", config=_CONFIG))
+
+
+@lru_cache(maxsize=1)
+def plain_sqs_client() -> SQSClient:
+    return cast("SQSClient", plain_botocore_session().create_client("sqs", config=_CONFIG))
 
 
 #: Threads for parallel DynamoDB calls of one invocation (postings reads, memory indexing);

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs import SQSClient
 
+    from kaibo_core.adapters.aws import DynamoReads
     from kaibo_core.adapters.dynamodb_events import DynamoEventStore
     from kaibo_core.adapters.dynamodb_jobs import DynamoJobStore
     from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore
@@ -41,15 +42,16 @@ if TYPE_CHECKING:
 
 
 def dynamodb() -> DynamoDBClient:
-    from kaibo_core.adapters.aws import dynamodb_client
+    """The container's DynamoDB client: with the SDK speed-ups unless KAIBO_SDK_SPEEDUPS=0."""
+    from kaibo_core.adapters import aws
 
-    return dynamodb_client(get_settings().sdk_speedups)
+    return aws.dynamodb_client() if get_settings().sdk_speedups else aws.plain_dynamodb_client()
 
 
 def sqs() -> SQSClient:
-    from kaibo_core.adapters.aws import sqs_client
+    from kaibo_core.adapters import aws
 
-    return sqs_client(get_settings().sdk_speedups)
+    return aws.sqs_client() if get_settings().sdk_speedups else aws.plain_sqs_client()
 
 
 @lru_cache(maxsize=1)
@@ -121,16 +123,22 @@ def remember_service() -> RememberService:
     )
 
 
+def dynamodb_reads() -> DynamoReads:
+    """Recall's reads: the direct path with the SDK speed-ups on, else the plain client."""
+    from kaibo_core.adapters import aws
+
+    return aws.dynamodb_reads() if get_settings().sdk_speedups else aws.plain_dynamodb_client()
+
+
 @lru_cache(maxsize=1)
 def recall_service() -> RecallService:
     """Recall reads through the SDK speed-ups' direct path when they are on (adapters/sdk_speedups)."""
-    from kaibo_core.adapters.aws import dynamodb_reads
     from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
     from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore
     from kaibo_core.services.recall import RecallService
 
     settings = get_settings()
-    reads = dynamodb_reads(settings.sdk_speedups)
+    reads = dynamodb_reads()
     return RecallService(
         DynamoTermIndex(reads, settings.index_table),
         DynamoMemoryStore(dynamodb(), settings.memories_table, settings.index_table, reads=reads),
@@ -227,5 +235,7 @@ def reset() -> None:
         get_settings,
         aws.dynamodb_client,
         aws.sqs_client,
+        aws.plain_dynamodb_client,
+        aws.plain_sqs_client,
     ):
         factory.cache_clear()
