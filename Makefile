@@ -38,7 +38,7 @@ venv: $(VENV)/.installed
 tools: $(TOOLS)/.installed
 
 run: venv
-	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) -m kaibo_local
+	exec env PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) -m kaibo_local
 
 lint: venv
 	PYTHONPATH=$(CURDIR):$(CURDIR)/layers/kaibo_core $(VENV)/bin/lint-imports

@@ -14,7 +14,8 @@ deployed REST API would answer it:
    ACCESS_DENIED (403), AUTHORIZER_FAILURE or AUTHORIZER_CONFIGURATION_ERROR;
 3. the function gets the payload-format-1.0 proxy event (kaibo_local.apigw_events)
    with the authorizer's context (values as strings, as API Gateway passes them),
-   and its proxy response becomes the HTTP answer (a malformed one → 502; none within
+   and its proxy response becomes the HTTP answer (a malformed one, a failed function, or one
+   whose container died while it ran (``FunctionCrashError``) → 502; none within
    ``INTEGRATION_TIMEOUT_SECONDS``, when the loader waits that long only → INTEGRATION_TIMEOUT, 504).
 
 Where functions run is the loader's business. ``load_handler`` runs them in
@@ -100,6 +101,11 @@ DEFAULT_STATUS: Mapping[str, int] = {
 
 class IntegrationTimeoutError(TimeoutError):
     """The function did not answer within the time its caller was willing to wait."""
+
+
+class FunctionCrashError(RuntimeError):
+    """The function's container ended while it ran the invocation (it crashed, was killed, ran out
+    of memory, or the stack is stopping): API Gateway answers 502, as when a Lambda function crashes."""
 
 
 def new_request_id() -> str:
@@ -363,6 +369,9 @@ class LocalGateway:
                 "function %s gave no answer within the integration timeout", route.spec.function_logical_id
             )
             return self.gateway_response("INTEGRATION_TIMEOUT", request_id)
+        except FunctionCrashError as error:
+            log.error("function %s failed: %s", route.spec.function_logical_id, error)
+            return self.gateway_response("DEFAULT_5XX", request_id, status=502)
         except Exception:
             if offered is not None and offered.started:
                 log.exception(
@@ -417,7 +426,10 @@ class LocalGateway:
         except Exception as exc:
             if str(exc) == "Unauthorized":
                 return self.gateway_response("UNAUTHORIZED", request_id)
-            log.exception("authorizer failed")
+            if isinstance(exc, FunctionCrashError):
+                log.error("authorizer failed: %s", exc)
+            else:
+                log.exception("authorizer failed")
             return self.gateway_response("AUTHORIZER_FAILURE", request_id)
         context = _authorizer_context(answer)
         if context is None:

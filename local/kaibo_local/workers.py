@@ -257,11 +257,22 @@ class _BackgroundLoop:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
-        """Stop after the current round."""
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop after the current round, waiting ``timeout`` at most for it to end."""
+        self.request_stop()
+        self.join(timeout)
+
+    def request_stop(self) -> None:
+        """Ask the loop to end after its current round; don't wait (see ``join``)."""
         self._stop.set()
+
+    def join(self, timeout: float) -> None:
         if self._thread.is_alive():
-            self._thread.join(timeout=5)
+            self._thread.join(timeout=timeout)
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
 
     def _run(self) -> None:
         raise NotImplementedError
@@ -296,7 +307,8 @@ class QueuePoller(_BackgroundLoop):
         try:
             result = self._handler(sqs_event(messages, self._arn), LambdaContext(self._trigger.function))
         except Exception:
-            log.exception(
+            # While the stack stops, a batch cut short is expected: no traceback for it.
+            (log.debug if self.stopping else log.exception)(
                 "%s failed a batch of %d; messages return after the visibility timeout",
                 self._trigger.function,
                 len(messages),
@@ -325,7 +337,7 @@ class QueuePoller(_BackgroundLoop):
             try:
                 self.poll_once()
             except Exception:
-                log.exception("poller for %s", self._trigger.queue)
+                (log.debug if self.stopping else log.exception)("poller for %s", self._trigger.queue)
                 self._stop.wait(1)
 
 
@@ -368,7 +380,7 @@ class ScheduleTimer(_BackgroundLoop):
         try:
             self._handler(self.event(), LambdaContext(self._trigger.function))
         except Exception:
-            log.exception("scheduled %s failed", self._trigger.function)
+            (log.debug if self.stopping else log.exception)("scheduled %s failed", self._trigger.function)
         with self._count_lock:
             self.fired += 1
 

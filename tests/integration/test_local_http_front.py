@@ -6,6 +6,7 @@ import http.client
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from kaibo_local.gateway import MAX_REQUEST_BYTES, LocalGateway
-from kaibo_local.http_front import HttpFront
+from kaibo_local.http_front import REQUEST_READ_TIMEOUT_SECONDS, HttpFront
 from kaibo_local.template import load_template
 from tests.conftest import AwsStack
 
@@ -323,3 +324,97 @@ def test_given_a_stopped_front_then_stop_again_is_harmless_and_an_unstarted_fron
         socket.create_connection(("127.0.0.1", started.port), timeout=2).close()
 
     HttpFront(gateway, port=0).stop()  # never started: must not wait for a loop that never ran
+
+
+def answer_of(raw: bytes) -> tuple[int, Any]:
+    head, _, body = raw.partition(b"\r\n\r\n")
+    return int(head.split(b"\r\n", 1)[0].split()[1]), json.loads(body)
+
+
+def no_function_gateway() -> LocalGateway:
+    return LocalGateway(TEMPLATE, loader=lambda spec: lambda event, context: {"statusCode": 200})
+
+
+def test_given_128_connections_before_the_front_accepts_any_then_all_are_queued_and_answered() -> None:
+    """The listen backlog: socketserver's default of 5 drops the 7th handshake until one is accepted."""
+    front = HttpFront(no_function_gateway(), port=0)  # listening, not serving yet
+    pending: list[socket.socket] = []
+    try:
+        for _ in range(128):
+            pending.append(socket.create_connection(("127.0.0.1", front.port), timeout=2))
+        for sock in pending:
+            sock.sendall(b"GET /v1/nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        front.start()
+        for sock in pending:
+            sock.settimeout(30)
+            received = b""
+            while chunk := sock.recv(65536):
+                received += chunk
+            status, document = answer_of(received)
+            assert status == 404
+            assert document["error"]["code"] == "not_found"
+    finally:
+        for sock in pending:
+            sock.close()
+        front.stop()
+
+
+def test_given_a_body_shorter_than_its_content_length_then_400_in_our_error_shape_not_a_hang(
+    front: HttpFront,
+) -> None:
+    began = time.monotonic()
+    answer = raw_exchange(  # the client keeps the connection open: only the front's timeout ends it
+        front,
+        b"POST /v1/remember HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b'Content-Length: 100\r\n\r\n{"stream": ',
+    )
+    took = time.monotonic() - began
+
+    status, document = answer_of(answer)
+    assert status == 400
+    assert document["error"]["code"] == "bad_request"
+    assert {"code", "message", "details"} <= set(document["error"])
+    assert REQUEST_READ_TIMEOUT_SECONDS - 0.5 < took < REQUEST_READ_TIMEOUT_SECONDS + 10 < 29
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        b"POST /v1/remember HTTP/1.1\r\nHost: x\r\nContent-",
+        b"POST /v1/reme",
+        b"POST /v1/remember HTTP/1.1\r\n",
+    ],
+    ids=["headers-cut", "request-line-cut", "no-headers-end"],
+)
+def test_given_a_request_head_that_stops_short_then_400_in_our_error_shape_after_the_read_timeout(
+    sent: bytes,
+) -> None:
+    with HttpFront(no_function_gateway(), port=0, read_timeout=0.5) as front:
+        began = time.monotonic()
+        answer = raw_exchange(front, sent)
+        took = time.monotonic() - began
+
+    status, document = answer_of(answer)
+    assert status == 400
+    assert document["error"]["code"] == "bad_request"
+    assert took < 10
+
+
+@pytest.mark.parametrize(
+    ("sent", "status"),
+    [
+        (b"GARBAGE\r\n", 400),
+        (b"GET /v1/streams HTTP/2.0\r\n", 505),
+        (b"BREW /v1/streams HTTP/1.1\r\nHost: x\r\n\r\n", 501),
+    ],
+    ids=["bad-request-line", "http-2", "unknown-method"],
+)
+def test_given_a_request_the_front_cannot_parse_then_its_answer_is_in_our_error_shape(
+    sent: bytes, status: int
+) -> None:
+    with HttpFront(no_function_gateway(), port=0) as front:
+        answered, document = answer_of(raw_exchange(front, sent))
+
+    assert answered == status
+    assert set(document) == {"error"}
+    assert {"code", "message", "details"} <= set(document["error"])

@@ -22,6 +22,7 @@ from kaibo_core.core.tenancy import Principal
 from kaibo_core.services.authorization import policy_for
 from kaibo_local.gateway import (
     MAX_REQUEST_BYTES,
+    FunctionCrashError,
     Handler,
     HttpRequest,
     HttpResponse,
@@ -553,6 +554,35 @@ def test_given_the_function_raises_then_502_in_our_error_shape(
     fakes.behaviours["RememberFunction"] = explode
 
     assert_error(gateway.handle(request("POST", "/v1/remember")), 502, "internal_error")
+
+
+def test_given_the_functions_container_dies_then_502_in_our_error_shape_and_one_log_line(
+    gateway: LocalGateway, fakes: FakeFunctions, caplog: pytest.LogCaptureFixture
+) -> None:
+    def crash(_event: dict[str, Any]) -> Any:
+        raise FunctionCrashError("the container running functions.remember.app was killed by SIGKILL")
+
+    fakes.behaviours["RememberFunction"] = crash
+
+    with caplog.at_level("ERROR", logger="kaibo_local.gateway"):
+        assert_error(gateway.handle(request("POST", "/v1/remember")), 502, "internal_error")
+    (record,) = caplog.records
+    assert "killed by SIGKILL" in record.getMessage()
+    assert record.exc_info is None  # what happened, not a traceback of the gateway's own code
+
+
+def test_given_the_authorizers_container_dies_then_the_authorizer_failure_response(
+    gateway: LocalGateway, fakes: FakeFunctions, caplog: pytest.LogCaptureFixture
+) -> None:
+    def crash(_event: dict[str, Any]) -> Any:
+        raise FunctionCrashError("the container running functions.authorizer.app was killed by SIGKILL")
+
+    fakes.behaviours[AUTHORIZER] = crash
+
+    with caplog.at_level("ERROR", logger="kaibo_local.gateway"):
+        assert_error(gateway.handle(request("POST", "/v1/remember")), 500, "internal_error")
+    assert fakes.functions_called() == []
+    assert [record.exc_info for record in caplog.records] == [None]
 
 
 @pytest.mark.parametrize(
