@@ -35,6 +35,7 @@ import secrets
 import signal
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Literal, TextIO
@@ -77,6 +78,10 @@ STOP_DEADLINE_SECONDS = 8.0
 #: How long a stop waits for each poller or timer to leave (they are woken by the containers' stop).
 LOOP_JOIN_SECONDS = 2.0
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: How often the main thread wakes to run the handlers of signals delivered to other threads.
+SIGNAL_POLL_SECONDS = 0.2
+#: A stop signal this long after the first one kills the workers at once (a second Ctrl-C).
+SECOND_SIGNAL_AFTER_SECONDS = 1.0
 
 Loop = QueuePoller | ScheduleTimer
 
@@ -269,9 +274,15 @@ def main(template: dict[str, Any] | None = None) -> int:
     stopping = threading.Event()
     done = threading.Event()
 
+    first_signal_at: list[float] = []
+
     def on_signal(signum: int, _frame: FrameType | None) -> None:
-        if stopping.is_set():
+        # One stop often arrives twice at once: the process group's SIGTERM and make's forwarding
+        # of its own. Only a signal sent later (Ctrl-C pressed again) means "stop harder".
+        if first_signal_at and time.monotonic() - first_signal_at[0] >= SECOND_SIGNAL_AFTER_SECONDS:
             _exit_now(f"{signal.Signals(signum).name} while stopping", 1)
+        if not first_signal_at:
+            first_signal_at.append(time.monotonic())
         stopping.set()
 
     threading.Thread(target=_watchdog, args=(stopping, done), name="stop-watchdog", daemon=True).start()
@@ -289,7 +300,11 @@ def main(template: dict[str, Any] | None = None) -> int:
     try:
         stack.announce(sys.stdout)
         sys.stderr.write(f"Kaibo is running at {stack.endpoint} (Ctrl-C stops it).\n")
-        stopping.wait()
+        # Wake up now and then: Python runs signal handlers in the main thread only, and a
+        # signal the kernel delivers to another thread (the pollers', the front's) does not
+        # interrupt an untimed wait here, so SIGTERM could go unhandled for as long as it lasts.
+        while not stopping.wait(SIGNAL_POLL_SECONDS):
+            pass
     finally:
         stack.stop()
         done.set()

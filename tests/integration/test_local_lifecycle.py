@@ -47,6 +47,21 @@ from tests.integration.test_local_lifecycle import with_gated_function
 
 raise SystemExit(main(template=with_gated_function(load_template())))
 """
+#: The stack, plus a thread that, once asked (a file appears), sends SIGTERM to itself: the kernel
+#: may deliver a process's signal to any of its threads, and Python runs handlers in the main
+#: thread only, so the stack must stop even when the signal lands elsewhere.
+DRIVER_SIGNAL_TO_A_THREAD = """
+import os, signal, sys, threading, time
+from kaibo_local.stack import main
+
+def signal_this_thread_when_asked():
+    while not os.path.exists(sys.argv[1]):
+        time.sleep(0.05)
+    signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+
+threading.Thread(target=signal_this_thread_when_asked, daemon=True).start()
+raise SystemExit(main())
+"""
 #: Ends a process group once its stdin closes (the test is done with it, or the test run died).
 GUARD = """
 import os, signal, sys, time
@@ -411,6 +426,24 @@ def test_given_a_request_still_running_when_sigterm_then_the_whole_tree_ends_wit
             return  # the connection ended with the stack
     assert status == 502, document  # the stack stopped under it: as a crash, in our error shape
     assert_error_shape(document)
+
+
+def test_given_sigterm_delivered_to_another_thread_than_the_main_one_then_the_whole_tree_ends(
+    tmp_path: Path,
+) -> None:
+    # The untimed wait of the main thread once slept through it: the e2e stack outlived its tests.
+    ask = tmp_path / "send-now"
+    stack = launch(tmp_path / "stack", args=["-c", DRIVER_SIGNAL_TO_A_THREAD, str(ask)])
+    stack.wait_announced()
+    began = time.monotonic()
+    ask.touch()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        stack.process.wait(timeout=STOP_SECONDS)
+    took = time.monotonic() - began
+    _, left = stack.stop_tree()
+    assert not left, left
+    assert took < STOP_SECONDS, f"the stack ran on {took:.1f} s after the signal"
+    assert "Kaibo stopped." in stack.err.read_text()
 
 
 def test_given_a_dead_worker_when_sigterm_then_the_whole_tree_ends_within_10_s(
