@@ -24,7 +24,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from kaibo_core.core.job_messages import parse_job_message
 from kaibo_core.ports import JobStore
 from kaibo_core.runtime import wiring
-from kaibo_core.runtime.observability import logger, metrics
+from kaibo_core.runtime.observability import failure_fields, logger, metrics
 from kaibo_core.services.structuring import StructuringService
 
 # A batch whose every record failed is reported like any partial failure (each message retried
@@ -46,7 +46,7 @@ def structure_record(record: SQSRecord, service: StructuringService, jobs: JobSt
         # quote stored values, and event text never reaches the logs.
         logger.error(
             "structuring failed",
-            extra={"jobId": job_id, "messageId": record.message_id, "error": type(exc).__name__},
+            extra={"jobId": job_id, "messageId": record.message_id, **failure_fields(exc)},
         )
         raise
     metrics.add_metric("EventsStructured", MetricUnit.Count, stats.events)

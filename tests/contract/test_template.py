@@ -376,6 +376,58 @@ def test_given_the_api_then_it_is_a_traced_throttled_rest_api_serving_zip(templa
     assert not defaults.get("DataTraceEnabled"), "data trace would log request bodies (people's words)"
 
 
+def test_given_access_logs_then_each_line_holds_ids_status_and_latency_never_a_body_header_or_key(
+    template: dict[str, Any],
+) -> None:
+    setting = api(template)["AccessLogSetting"]["Fn::If"]
+    assert setting[0] == "WithAccessLogs"
+    logged = setting[1]
+    assert logged["DestinationArn"] == {"Fn::GetAtt": ["ApiAccessLogs", "Arn"]}
+    line = json.loads(logged["Format"])
+    assert {"requestId", "status", "latencyMs", "resource", "method"} <= line.keys()
+    variables = set(re.findall(r"\$[\w.]+", logged["Format"]))
+    for forbidden in ("$input", "$context.requestOverride", "$context.identity.apiKey", "$method.request"):
+        assert not any(v.startswith(forbidden) for v in variables), forbidden
+    assert template["Resources"]["ApiAccessLogs"]["Properties"]["RetentionInDays"] == {
+        "Ref": "LogRetentionDays"
+    }
+
+
+def test_given_a_structuring_backlog_then_it_cannot_take_the_accounts_whole_concurrency(
+    template: dict[str, Any],
+) -> None:
+    structure = template["Resources"]["StructureFunction"]["Properties"]
+    assert structure["ReservedConcurrentExecutions"] == {"Ref": "StructureConcurrency"}
+    (trigger,) = structure["Events"].values()
+    assert trigger["Properties"]["ScalingConfig"]["MaximumConcurrency"] == {"Ref": "StructureConcurrency"}
+    assert template["Parameters"]["StructureConcurrency"]["MinValue"] >= 2  # SQS's own minimum
+
+
+@pytest.mark.parametrize(
+    ("alarm", "metric"),
+    [
+        ("StructuringDeadLetterAlarm", "ApproximateNumberOfMessagesVisible"),
+        ("Api5xxAlarm", "5XXError"),
+        ("LambdaThrottlesAlarm", "Throttles"),
+    ],
+)
+def test_given_the_failures_an_operator_must_see_then_each_has_an_alarm(
+    template: dict[str, Any], alarm: str, metric: str
+) -> None:
+    resource = template["Resources"][alarm]
+    assert resource["Type"] == "AWS::CloudWatch::Alarm"
+    props = resource["Properties"]
+    metrics = [props.get("MetricName")] + [
+        m.get("MetricStat", {}).get("Metric", {}).get("MetricName") for m in props.get("Metrics", [])
+    ]
+    assert metric in metrics
+    assert props["TreatMissingData"] == "notBreaching"
+    assert props["AlarmActions"]["Fn::If"][0] == "NotifyAlarms"
+    if alarm == "StructuringDeadLetterAlarm":
+        assert props["Dimensions"][0]["Value"] == {"Fn::GetAtt": ["StructuringDeadLetterQueue", "QueueName"]}
+        assert (props["ComparisonOperator"], props["Threshold"]) == ("GreaterThanThreshold", 0)
+
+
 @pytest.mark.parametrize(("response_type", "expected"), sorted(EXPECTED_GATEWAY_RESPONSES.items()))
 def test_given_a_gateway_error_then_it_answers_in_the_api_error_shape(
     template: dict[str, Any], response_type: str, expected: tuple[str | None, str]

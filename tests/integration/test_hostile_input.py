@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from kaibo_core.runtime import wiring
+from kaibo_core.services.recall import RecallService
 from kaibo_local.workers import sqs_event
 from tests.integration.api import ADMIN_CONTEXT, FakeLambdaContext, call, handler_module, project_context
 from tests.integration.test_recall_api import recall
@@ -162,3 +163,35 @@ def test_given_a_structuring_failure_then_one_log_line_with_ids_and_the_error_cl
     assert failures[0].__dict__["error"] == "RuntimeError"
     assert marker not in caplog.text
     assert marker not in json.dumps([r.__dict__ for r in caplog.records], default=str)
+
+
+class _Failing(RecallService):
+    """A recall service that fails with people's words in its message."""
+
+    def __init__(self) -> None:
+        pass  # nothing to read from: it fails first
+
+    def recall(self, *_: Any, **__: Any) -> Any:
+        raise RuntimeError("zanzibar-secret-marker in a message")
+
+
+def test_given_a_fault_of_ours_then_500_and_one_log_line_without_the_message(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    failing = _Failing()
+    with caplog.at_level(logging.INFO):
+        reply = call(
+            "recall",
+            "POST",
+            "/v1/recall",
+            body={"question": "release target"},
+            context=project_context(new_project(), "read"),
+            services={"service": failing},
+        )
+    assert reply.status == 500
+    assert reply.body["error"]["code"] == "internal_error"
+    (line,) = [r for r in caplog.records if r.getMessage() == "unhandled error"]
+    assert line.__dict__["error"] == "RuntimeError"
+    assert line.__dict__["where"].startswith("test_hostile_input.py:")
+    assert line.exc_info is None  # no traceback text
+    assert "zanzibar-secret-marker" not in caplog.text

@@ -21,7 +21,7 @@ from kaibo_core.api.models import ErrorResponse
 from kaibo_core.core.errors import KaiboError, TooManyRequestsError
 from kaibo_core.core.json_reader import read_json
 from kaibo_core.core.tenancy import Principal
-from kaibo_core.runtime.observability import logger
+from kaibo_core.runtime.observability import failure_fields, logger
 
 _S = TypeVar("_S")
 
@@ -125,9 +125,9 @@ def create_resolver() -> APIGatewayRestResolver:
         return error_response(404, "not_found", "No such route. See /openapi.json for the API.")
 
     @app.exception_handler(Exception)
-    def _unexpected(_: Exception) -> Response[str]:
+    def _unexpected(exc: Exception) -> Response[str]:
         request_id = app.current_event.request_context.request_id
-        logger.exception("unhandled error", extra={"requestId": request_id})
+        logger.error("unhandled error", extra={"requestId": request_id, **failure_fields(exc)})
         return error_response(
             500, "internal_error", "Something went wrong on our side; retry later.", {"requestId": request_id}
         )

@@ -10,7 +10,19 @@ botocore clients), about 150 ms of every cold start. The template's
 
 from __future__ import annotations
 
+import traceback
+from pathlib import Path
+
 from aws_lambda_powertools import Logger, Metrics
 
 logger = Logger(service="kaibo")
 metrics = Metrics(namespace="Kaibo", service="kaibo")
+
+
+def failure_fields(exc: BaseException) -> dict[str, str]:
+    """What a log line may say of a failure: its class and where it was raised. Never its message
+    or traceback text: an SDK or validation error's message can quote stored values or the request
+    (people's words)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f"{Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    return {"error": type(exc).__name__, "where": where}
