@@ -78,8 +78,6 @@ STOP_DEADLINE_SECONDS = 8.0
 #: How long a stop waits for each poller or timer to leave (they are woken by the containers' stop).
 LOOP_JOIN_SECONDS = 2.0
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-#: How often the main thread wakes to run the handlers of signals delivered to other threads.
-SIGNAL_POLL_SECONDS = 0.2
 #: A stop signal this long after the first one kills the workers at once (a second Ctrl-C).
 SECOND_SIGNAL_AFTER_SECONDS = 1.0
 
@@ -269,25 +267,51 @@ def _watchdog(stopping: threading.Event, done: threading.Event) -> None:
         _exit_now(f"stopping took over {STOP_DEADLINE_SECONDS:.0f} s", 1)
 
 
+def _ignore(_signum: int, _frame: FrameType | None) -> None:
+    """The Python-level handler of the stop signals does nothing: see ``_relay_stop_signals``."""
+
+
+def _relay_stop_signals(stopping: threading.Event) -> None:
+    """Turn stop signals into ``stopping``, from a thread of its own.
+
+    CPython writes each signal's number to the wakeup fd from whichever thread the kernel
+    delivered it to, without running Python code; a relay thread reads it. A Python-level
+    handler that set the event itself could deadlock: it runs in the main thread, possibly
+    interrupting that thread inside the same event's ``wait`` (holding its lock), which is how
+    a stop was once missed one time in ten. One stop often arrives twice at once (the process
+    group's SIGTERM and make's forwarded copy); only a signal ``SECOND_SIGNAL_AFTER_SECONDS``
+    after the first (Ctrl-C pressed again) ends the stack the hard way.
+    """
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _ignore)
+
+    def relay() -> None:
+        first: float | None = None
+        while True:
+            received = os.read(read_end, 1)
+            if not received:
+                return
+            if received[0] not in STOP_SIGNALS:
+                continue
+            now = time.monotonic()
+            if first is not None and now - first >= SECOND_SIGNAL_AFTER_SECONDS:
+                _exit_now(f"{signal.Signals(received[0]).name} while stopping", 1)
+            first = now if first is None else first
+            stopping.set()
+
+    threading.Thread(target=relay, name="stop-signals", daemon=True).start()
+
+
 def main(template: dict[str, Any] | None = None) -> int:
     logging.basicConfig(level=os.environ.get("KAIBO_LOCAL_LOG_LEVEL", "WARNING"), stream=sys.stderr)
     stopping = threading.Event()
     done = threading.Event()
 
-    first_signal_at: list[float] = []
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        # One stop often arrives twice at once: the process group's SIGTERM and make's forwarding
-        # of its own. Only a signal sent later (Ctrl-C pressed again) means "stop harder".
-        if first_signal_at and time.monotonic() - first_signal_at[0] >= SECOND_SIGNAL_AFTER_SECONDS:
-            _exit_now(f"{signal.Signals(signum).name} while stopping", 1)
-        if not first_signal_at:
-            first_signal_at.append(time.monotonic())
-        stopping.set()
-
+    _relay_stop_signals(stopping)
     threading.Thread(target=_watchdog, args=(stopping, done), name="stop-watchdog", daemon=True).start()
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, on_signal)
     try:
         stack = start_stack(port=_number("PORT", 3000, 0, 65535), template=template, cancel=stopping)
     except StartError as error:
@@ -300,11 +324,7 @@ def main(template: dict[str, Any] | None = None) -> int:
     try:
         stack.announce(sys.stdout)
         sys.stderr.write(f"Kaibo is running at {stack.endpoint} (Ctrl-C stops it).\n")
-        # Wake up now and then: Python runs signal handlers in the main thread only, and a
-        # signal the kernel delivers to another thread (the pollers', the front's) does not
-        # interrupt an untimed wait here, so SIGTERM could go unhandled for as long as it lasts.
-        while not stopping.wait(SIGNAL_POLL_SECONDS):
-            pass
+        stopping.wait()  # set by the signal relay's thread (_relay_stop_signals)
     finally:
         stack.stop()
         done.set()

@@ -376,6 +376,46 @@ def test_given_a_stop_signal_then_the_stack_shuts_down_cleanly_and_leaves_no_pro
     assert "Traceback" not in running.log.read_text()
 
 
+def test_given_a_whole_session_then_the_logs_hold_no_memory_text_payload_or_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Everything the stack and its containers logged at INFO (stdout and stderr, read once the
+    stack has stopped and every log line is flushed) holds ids and counts, never what people said
+    or a key."""
+    monkeypatch.setenv("KAIBO_LOG_LEVEL", "INFO")  # every line the functions write, not only warnings
+    running = start_make_run(tmp_path)
+    try:
+        admin = KaiboClient(running.endpoint, running.values["KAIBO_ADMIN_KEY"])
+        project = admin.create_project("e2e-logs")
+        client = KaiboClient(running.endpoint, project["apiKey"])
+        marker = "Quixotrine"  # a word of no language: any trace of it in a log is a leak
+        remembered = client.remember(
+            "logs",
+            [
+                message("m1", f"The {marker} budget review moved to Thursday"),
+                message("m2", "Lunch on Friday"),
+            ],
+            wait=True,
+        )
+        assert remembered["job"]["status"] == "done"
+        answer = client.recall(f"When is the {marker} budget review?")
+        client.explain(answer["items"][0])
+        list(client.recall_stream(f"{marker} review"))
+        with pytest.raises(KaiboAPIError):  # a refused request is logged too
+            client.recall(marker, budget=0)
+    finally:
+        assert stop(running, signal.SIGTERM)
+    printed = (tmp_path / "stdout.txt").read_text() + running.log.read_text()
+    # The announcement prints the development keys on purpose; the rest is what was logged.
+    logs = "\n".join(line for line in printed.splitlines() if not line.startswith("KAIBO_"))
+    assert '"message":"remembered"' in logs.replace(" ", "")  # the logs were read: the lines are there
+    lowered = logs.lower()
+    for secret in (marker.lower(), "quixotrin", "budget review", "lunch on fri"):  # raw, folded, stemmed
+        assert secret not in lowered, secret
+    for key in (project["apiKey"], running.values["KAIBO_ADMIN_KEY"], running.values["KAIBO_API_KEY"]):
+        assert key not in logs
+
+
 def test_given_curls_default_form_content_type_then_the_body_is_still_read_as_json(
     stack: RunningStack,
 ) -> None:

@@ -431,7 +431,7 @@ def test_given_a_request_still_running_when_sigterm_then_the_whole_tree_ends_wit
 def test_given_sigterm_delivered_to_another_thread_than_the_main_one_then_the_whole_tree_ends(
     tmp_path: Path,
 ) -> None:
-    # The untimed wait of the main thread once slept through it: the e2e stack outlived its tests.
+    # A main thread in an untimed wait once slept through it: the e2e stack outlived its tests.
     ask = tmp_path / "send-now"
     stack = launch(tmp_path / "stack", args=["-c", DRIVER_SIGNAL_TO_A_THREAD, str(ask)])
     stack.wait_announced()
