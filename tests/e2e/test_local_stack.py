@@ -30,31 +30,12 @@ import boto3
 import pytest
 
 from kaibo.client import KaiboAPIError, KaiboClient
+from tests.fixtures.process_guard import guard_group
 
 REPO = Path(__file__).resolve().parents[2]
 START_DEADLINE_SECONDS = 120
 #: After a stop signal, the whole process tree of a stack is gone within this (issue #14).
 STOP_DEADLINE_SECONDS = 10
-#: Ends a process group once its stdin closes (the test is done with it, or the test run died).
-GUARD = """
-import os, signal, sys, time
-signal.signal(signal.SIGINT, signal.SIG_IGN)
-pgid = int(sys.argv[1])
-sys.stdin.buffer.read()
-def alive():
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-if alive():
-    os.killpg(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + 10
-    while alive() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if alive():
-        os.killpg(pgid, signal.SIGKILL)
-"""
 WRITERS = 8
 EVENTS_PER_WRITER = 200
 SENDERS = 16
@@ -105,7 +86,7 @@ def start_make_run(tmp: Path) -> RunningStack:
             stdin=subprocess.DEVNULL,
             start_new_session=True,  # its own process group, like a terminal's foreground job
         )
-    guard = subprocess.Popen([sys.executable, "-c", GUARD, str(process.pid)], stdin=subprocess.PIPE)
+    guard = guard_group(process.pid)
     try:
         values = _read_announcement(out, process)
     except BaseException:

@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 
 from kaibo.client import KaiboClient
+from tests.fixtures.process_guard import guard_group
 
 REPO = Path(__file__).resolve().parents[2]
 START_SECONDS = 120
@@ -61,26 +62,6 @@ def signal_this_thread_when_asked():
 
 threading.Thread(target=signal_this_thread_when_asked, daemon=True).start()
 raise SystemExit(main())
-"""
-#: Ends a process group once its stdin closes (the test is done with it, or the test run died).
-GUARD = """
-import os, signal, sys, time
-signal.signal(signal.SIGINT, signal.SIG_IGN)
-pgid = int(sys.argv[1])
-sys.stdin.buffer.read()
-def alive():
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-if alive():
-    os.killpg(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + 10
-    while alive() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if alive():
-        os.killpg(pgid, signal.SIGKILL)
 """
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
@@ -247,7 +228,7 @@ def launch(tmp: Path, *, args: list[str] | None = None, **env: str) -> StackProc
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-    guard = subprocess.Popen([sys.executable, "-c", GUARD, str(process.pid)], stdin=subprocess.PIPE)
+    guard = guard_group(process.pid)
     return StackProcess(process, guard, out, err)
 
 
