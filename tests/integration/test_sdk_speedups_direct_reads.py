@@ -1,4 +1,4 @@
-"""Recall's direct reads (``adapters/dynamodb_direct.py``): the same results as botocore, the same
+"""Recall's direct reads (``adapters/sdk_speedups/direct_reads.py``): the same results as botocore, the same
 request on the wire, and botocore itself for everything that is not a plain success."""
 
 from __future__ import annotations

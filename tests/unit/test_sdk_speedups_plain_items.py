@@ -13,7 +13,7 @@ from botocore import parsers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kaibo_core.adapters.sdk_speedups import plain_items as dynamodb_wire
+from kaibo_core.adapters.sdk_speedups import plain_items
 
 MODEL = botocore.session.get_session().get_service_model("dynamodb")
 
@@ -49,7 +49,7 @@ def parse(operation: str, document: dict[str, Any], fast: bool, status: int = 20
     }
     customized: dict[str, Any] = {}
     if fast:
-        hook = dynamodb_wire._take_query_items if operation == "Query" else dynamodb_wire._take_batch_items
+        hook = plain_items._take_query_items if operation == "Query" else plain_items._take_batch_items
         hook(response_dict=response_dict, customized_response_dict=customized)
     shape = MODEL.operation_model(operation).output_shape
     assert shape is not None
@@ -85,14 +85,14 @@ def test_given_a_binary_value_then_botocore_parses_the_whole_response() -> None:
     document = {"Items": [{"pk": {"S": "a"}}, {"pk": {"S": "b"}, "blob": {"L": [{"B": blob}]}}], "Count": 2}
     parsed = parse("Query", document, fast=True)
     assert parsed["Items"][1]["blob"]["L"][0]["B"] == b"\x00\x01"
-    assert dynamodb_wire.may_hold_binary(json.dumps(document).encode())
+    assert plain_items.may_hold_binary(json.dumps(document).encode())
 
 
 def test_given_an_error_then_the_body_is_left_to_botocore() -> None:
     document = {"__type": "com.amazonaws.dynamodb.v20120810#ResourceNotFoundException", "message": "gone"}
     response_dict: dict[str, Any] = {"status_code": 400, "headers": {}, "body": json.dumps(document).encode()}
     customized: dict[str, Any] = {}
-    dynamodb_wire._take_query_items(response_dict=response_dict, customized_response_dict=customized)
+    plain_items._take_query_items(response_dict=response_dict, customized_response_dict=customized)
     assert customized == {}
     assert json.loads(response_dict["body"]) == document
 

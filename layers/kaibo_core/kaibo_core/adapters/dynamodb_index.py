@@ -6,7 +6,7 @@ Per term, one Query on its current-side partition, descending: the df shards
 second Query reads the term's history side the same way. One more Query reads the
 corpus shards (reused for a minute within a container). All run at once, so a recall's
 latency is about one round trip, its cost the bounded reads of its own terms: never
-proportional to the project. Through the direct read path (``dynamodb_direct``) they
+proportional to the project. Through the direct read path (``sdk_speedups.direct_reads``) they
 are all sent from the calling thread before any answer is read; through a botocore
 client, each runs on the shared io thread pool (botocore clients are thread-safe).
 """

@@ -10,14 +10,14 @@ What stays botocore's: the credentials (the session's provider chain, refreshed 
 botocore refreshes them), the signature (``botocore.auth.SigV4Auth``), the endpoint
 (``client.meta.endpoint_url``), and every answer that is not a plain success. This
 path only keeps a response botocore would have handed back as the JSON it is (see
-``dynamodb_wire``): status 200, the ``x-amz-crc32`` checksum matching, no binary
+``sdk_speedups.plain_items``): status 200, the ``x-amz-crc32`` checksum matching, no binary
 value anywhere. Anything else (an error status such as throttling, a checksum
 mismatch, a possible binary value, a dropped or timed-out connection, parameters
 that are not plain JSON, an HTTP proxy in the configuration) sends the same request
 again through the botocore client, with its retries, its parsing and its exceptions.
 So callers see botocore's behaviour, just cheaper in the common case.
 
-``KAIBO_DIRECT_READS=0`` turns it off (``kaibo_core.runtime.settings``).
+``KAIBO_SDK_SPEEDUPS=0`` turns it off with every other SDK speed-up (``runtime/wiring.py``).
 """
 
 from __future__ import annotations
