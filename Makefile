@@ -1,11 +1,14 @@
 # Kaibo — read top to bottom. `make test` and (soon) `make run` install what they need.
 #
-#   make run      the whole service locally: emulator, tables, HTTP front on $PORT (default 3000)
+#   make run      the whole service locally: emulator, tables, HTTP front on $PORT (default 3000);
+#                 data kept in $KAIBO_DATA_DIR (default .kaibo-data/; :memory: keeps nothing)
+#   make reset    empty the local stack's data folder (stop the stack first)
 #   make test     lint + types + every test (what CI runs)
 #   make lint     import contracts (docs/architecture.md), ruff (lint + format check) and mypy
 #   make bench    benchmarks (tables, not tests): bench/remember.py; QUICK=1 for a short run
 #   make bench-recall-quality   recall quality on LoCoMo next to a BM25 reference (bench/recall_quality.py)
 #   make bench-recall-cost  recall's reads, read units, CPU and hit rate at 1k/10k/100k memories (QUICK=1, PROFILE=1)
+#   make bench-local-stack  the local stack as users run it (python -m kaibo_local over HTTP): appends/s, recall, durability, disk, start (QUICK=1)
 #   make bench-structuring  structuring quality (scenarios, LoCoMo) and cost per event (bench/structuring_eval.py; QUICK=1)
 #   make build    sam build, no container (python3.11 on PATH)
 #   make deploy   sam deploy --guided
@@ -18,7 +21,7 @@ PY := $(VENV)/bin/python
 export AWS_DEFAULT_REGION ?= us-east-1
 export KAIBO_TOOLS_BIN ?= $(CURDIR)/$(TOOLS)/bin
 
-.PHONY: run test lint pytest bench bench-recall-quality build deploy clean venv tools
+.PHONY: run reset test lint pytest bench bench-recall-quality build deploy clean venv tools
 
 # The runtime/test environment: the layer's exact pins + test tools + our two packages.
 $(VENV)/.installed: requirements-dev.txt layers/kaibo_core/requirements.txt layers/kaibo_core/pyproject.toml clients/python/pyproject.toml
@@ -39,6 +42,9 @@ tools: $(TOOLS)/.installed
 
 run: venv
 	exec env PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) -m kaibo_local
+
+reset: venv
+	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) -m kaibo_local reset
 
 lint: venv
 	PYTHONPATH=$(CURDIR):$(CURDIR)/layers/kaibo_core $(VENV)/bin/lint-imports
@@ -66,6 +72,10 @@ bench-recall-quality: $(VENV)/.bench-installed
 .PHONY: bench-recall-cost
 bench-recall-cost: venv
 	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) bench/recall_cost.py $(if $(QUICK),--quick,) $(if $(PROFILE),--profile,) $(BENCH_ARGS)
+
+.PHONY: bench-local-stack
+bench-local-stack: venv
+	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) bench/local_stack.py $(if $(QUICK),--quick,) $(BENCH_ARGS)
 
 # Structuring quality (labelled scenarios, LoCoMo) and cost (CPU, write units, wait latency); QUICK=1 for a short run.
 .PHONY: bench-structuring

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -10,6 +11,10 @@ from typing import Any
 import boto3
 import pytest
 from botocore.config import Config
+
+# A stack a test starts as a process (``python -m kaibo_local``, ``make run``) keeps nothing unless
+# the test gives it a data folder of its own: never the repository's .kaibo-data/.
+os.environ["KAIBO_DATA_DIR"] = ":memory:"
 
 FAKE_AWS_ENV = {
     "AWS_DEFAULT_REGION": "us-east-1",

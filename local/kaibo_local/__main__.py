@@ -1,5 +1,13 @@
-"""``python -m kaibo_local``: start the local stack (see kaibo_local.stack)."""
+"""``python -m kaibo_local``: start the local stack (see kaibo_local.stack);
+``python -m kaibo_local reset``: empty its data folder (``make reset``)."""
 
-from kaibo_local.stack import main
+import sys
 
+from kaibo_local.stack import main, reset_command
+
+if sys.argv[1:] == ["reset"]:
+    raise SystemExit(reset_command())
+if sys.argv[1:]:
+    sys.stderr.write("usage: python -m kaibo_local [reset]\n")
+    raise SystemExit(2)
 raise SystemExit(main())

@@ -51,6 +51,10 @@ Each exists because moto 5.2.5 differs from DynamoDB in a way our code can obser
    written with one ``json.dumps`` instead of moto's attribute-by-attribute serializer. Same
    items, pages and documents as moto's (the bodies without optional spaces).
 
+7. **Writes recorded** (``Emulator.record_writes``): with a recorder set, every DynamoDB request
+   that answered 200 is handed to it, with its body, under the lock and before its answer leaves:
+   how the local stack keeps its tables on disk (kaibo_local.durability).
+
 In-process use: ``install_patches()`` also works under ``moto.mock_aws``; the replacement is only
 atomic if callers do not run DynamoDB operations concurrently (hold ``dynamodb_lock()`` when you
 do, e.g. when loading data straight into the backend while the server runs).
@@ -60,6 +64,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import io
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -107,6 +112,7 @@ __all__ = [
     "Emulator",
     "HostCachingDispatcher",
     "SerializedDynamoDBApp",
+    "WriteRecorder",
     "check_transaction_limits",
     "dynamodb_lock",
     "install_patches",
@@ -151,18 +157,50 @@ def is_dynamodb_request(environ: WSGIEnvironment) -> bool:
     return str(environ.get("HTTP_X_AMZ_TARGET", "")).startswith("DynamoDB")
 
 
+#: Called under the DynamoDB lock with (X-Amz-Target, request body) of every DynamoDB request
+#: that answered 200, before the answer leaves (kaibo_local.durability journals the writes).
+WriteRecorder = Callable[[str, bytes], None]
+
+
 class SerializedDynamoDBApp:
     """WSGI wrapper running DynamoDB requests one at a time, and everything else concurrently."""
 
     def __init__(self, app: WSGIApplication) -> None:
         self._app = app
+        self.recorder: WriteRecorder | None = None
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         if not is_dynamodb_request(environ):
             return self._app(environ, start_response)
+        recorder = self.recorder
+        if recorder is None:
+            with dynamodb_lock():
+                # The app reads the request body, and the response is produced in full, under the lock.
+                return _materialize(self._app(environ, start_response))
+        body = _request_body(environ)
+        statuses: list[str] = []
+
+        def remember_status(status: str, headers: Any, exc_info: Any = None) -> Any:
+            statuses.append(status)
+            return start_response(status, headers, exc_info)
+
         with dynamodb_lock():
-            # The app reads the request body, and the response is produced in full, under the lock.
-            return _materialize(self._app(environ, start_response))
+            response = _materialize(self._app(environ, remember_status))
+            if statuses and statuses[-1].startswith("200"):
+                recorder(str(environ.get("HTTP_X_AMZ_TARGET", "")), body)
+            return response
+
+
+def _request_body(environ: WSGIEnvironment) -> bytes:
+    """Read the whole request body and put it back for the app to read."""
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    body = environ["wsgi.input"].read(length) if length > 0 else b""
+    environ["wsgi.input"] = io.BytesIO(body)
+    environ["CONTENT_LENGTH"] = str(len(body))
+    return body
 
 
 def _materialize(body: Iterable[bytes]) -> list[bytes]:
@@ -454,10 +492,15 @@ def uninstall_patches() -> None:
 class Emulator:
     """A running emulator: point boto3 at ``endpoint_url``; ``stop()`` (or leave the ``with``)."""
 
-    def __init__(self, server: BaseWSGIServer, thread: threading.Thread) -> None:
+    def __init__(self, server: BaseWSGIServer, thread: threading.Thread, app: SerializedDynamoDBApp) -> None:
         self._server = server
         self._thread = thread
         self._stopped = False
+        self.app = app
+
+    def record_writes(self, recorder: WriteRecorder | None) -> None:
+        """From now on, call ``recorder`` for every DynamoDB request answered 200 (None: stop)."""
+        self.app.recorder = recorder
 
     @property
     def host(self) -> str:
@@ -521,4 +564,4 @@ def start_emulator(host: str = "127.0.0.1", port: int = 0) -> Emulator:
     # make_server has bound and is listening: requests queue until serve_forever picks them up.
     thread = threading.Thread(target=server.serve_forever, name=f"kaibo-emulator-{server.port}", daemon=True)
     thread.start()
-    return Emulator(server, thread)
+    return Emulator(server, thread, app)

@@ -7,16 +7,21 @@ One process tree, no AWS account, no Docker:
 - the HTTP front on 127.0.0.1:$PORT (default 3000) running the template's
   authorizer and handlers in worker processes ("containers",
   ``KAIBO_LOCAL_CONTAINERS``, default 4), so requests run concurrently;
-- pollers for the template's queue consumers, timers for its schedules;
-- a development project and key, printed as ``KAIBO_*=`` lines for scripts.
+- pollers for the template's queue consumers, timers for its schedules, each with a container
+  of its own (as each function scales on its own on Lambda);
+- a development project and key, printed as ``KAIBO_*=`` lines for scripts;
+- the data folder (``KAIBO_DATA_DIR``, kaibo_local.data_dir): the tables kept on disk
+  (kaibo_local.durability) and the keys, so a restart, even after ``kill -9``, finds what was
+  acknowledged; the unfinished structuring jobs are queued again at start.
 
 The handlers read their settings from the environment exactly as on Lambda: the
 stack resolves each function's template environment and sets it in-process
 (all functions share one process, so the union of their variables is set).
 
-Starting: the HTTP port is taken first, before the emulator or any worker starts, so a port in
-use (or a PORT that is not a port) ends the start at once with one line on stderr saying what
-to do (``StartError``; exit status 1), as does a container that cannot load the handlers.
+Starting: the HTTP port is taken first, then the data folder is locked and read, before the
+emulator or any worker starts, so a port in use (or a PORT that is not a port), an unusable
+folder or a damaged journal ends the start at once with one line on stderr saying what to do
+(``StartError``; exit status 1), as does a container that cannot load the handlers.
 
 Stopping (SIGINT — a terminal's Ctrl-C —, SIGTERM or SIGHUP): no new requests, the pollers and
 timers told to stop, the containers ended (busy ones killed after a second, see
@@ -36,17 +41,24 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
 from types import FrameType
 from typing import Any, Literal, TextIO
 
 import boto3
 from botocore.config import Config
 
+from kaibo_core.adapters.dynamodb_jobs import DynamoJobStore
 from kaibo_core.adapters.dynamodb_projects import DynamoProjectStore
-from kaibo_core.core.api_keys import issue_admin_key
+from kaibo_core.adapters.sqs_jobs import SqsJobQueue
+from kaibo_core.core.api_keys import admin_key_hash, issue_admin_key
 from kaibo_core.services.admin import AdminService
 from kaibo_local.containers import DEFAULT_CONTAINERS, ContainerPool, ContainerPoolStoppedError
+from kaibo_local.data_dir import IN_MEMORY, DataDir, DataDirError, Manifest, configured_data_dir, reset
+from kaibo_local.durability import DurableTables, StoredTables, read_stored_tables
 from kaibo_local.emulator import Emulator, start_emulator
 from kaibo_local.gateway import INTEGRATION_TIMEOUT_SECONDS, Handler, LocalGateway
 from kaibo_local.http_front import HttpFront
@@ -57,7 +69,7 @@ from kaibo_local.template import (
     load_template,
     resolve_environment,
 )
-from kaibo_local.workers import QueuePoller, ScheduleTimer, create_queues, triggers
+from kaibo_local.workers import QueuePoller, ScheduleTimer, ScheduleTrigger, create_queues, triggers
 
 log = logging.getLogger("kaibo_local")
 
@@ -73,6 +85,11 @@ FAKE_AWS = {
 }
 #: Environment variables that override a schedule's rate locally, per function logical id.
 SCHEDULE_OVERRIDES = {"PurgeFunction": "KAIBO_PURGE_INTERVAL_SECONDS"}
+#: Schedules after whose every run the data folder is compacted: what a purge erased must leave
+#: the files on disk too, not only the tables in memory.
+COMPACT_AFTER = frozenset({"PurgeFunction"})
+#: Unfinished jobs queued again at start, per shard of the sweeper's list (the sweeper takes the rest).
+REQUEUE_AT_START_LIMIT = 10_000
 #: A stop that takes longer than this is cut short: the workers are killed and the process exits.
 STOP_DEADLINE_SECONDS = 8.0
 #: How long a stop waits for each poller or timer to leave (they are woken by the containers' stop).
@@ -90,26 +107,69 @@ class StartError(Exception):
 
 def _stop_all(
     front: HttpFront | None,
-    containers: ContainerPool | None,
+    pools: list[ContainerPool],
     loops: list[Loop],
     emulator: Emulator | None,
+    store: Store | None = None,
 ) -> None:
     """Stop what was started, in an order that never waits on a function: the loops are told to
     stop, the front stops taking requests, the containers end (failing what they ran), then the
-    loops are awaited and the emulator goes last."""
+    loops are awaited, the emulator stops and the data folder is closed (every write it
+    acknowledged is already on disk)."""
     steps: list[Any] = [loop.request_stop for loop in loops]
     if front is not None:
         steps.append(front.stop)
-    if containers is not None:
-        steps.append(containers.stop)
+    steps.extend(pool.stop for pool in pools)
     steps.extend(lambda loop=loop: loop.join(LOOP_JOIN_SECONDS) for loop in loops)
     if emulator is not None:
         steps.append(emulator.stop)
+    if store is not None:
+        steps.append(store.close)
     for step in steps:
         try:
             step()
         except Exception:
             log.exception("while stopping")
+
+
+@dataclass
+class Store:
+    """The data folder a stack runs on: locked, with its stored tables (kept once restored)."""
+
+    data_dir: DataDir
+    manifest: Manifest | None
+    stored: StoredTables
+    tables: DurableTables | None = None
+    restored_items: int = 0
+
+    @property
+    def path(self) -> Path:
+        return self.data_dir.path
+
+    def close(self) -> None:
+        if self.tables is not None:
+            self.tables.close()
+        self.data_dir.close()
+
+
+def _open_store(path: Path) -> Store:
+    """Lock and read the data folder, before anything starts; StartError if it can't be used."""
+    try:
+        data_dir = DataDir.open(path)
+    except DataDirError as error:
+        raise StartError(str(error)) from None
+    try:
+        store = Store(data_dir, data_dir.manifest(), read_stored_tables(data_dir))
+    except DataDirError as error:
+        data_dir.close()
+        raise StartError(str(error)) from None
+    if store.stored.torn_bytes:
+        sys.stderr.write(
+            f"kaibo-local: the journal in {path} ended in a torn write ({store.stored.torn_bytes} bytes, "
+            "never acknowledged: a stop by kill -9 or a crash); recovered up to the last complete "
+            f"write ({len(store.stored.journal)} writes after the snapshot)\n"
+        )
+    return store
 
 
 @dataclass
@@ -121,7 +181,19 @@ class LocalStack:
     api_key: str
     project_id: str
     loops: list[Loop] = field(default_factory=list)
+    store: Store | None = None
+    requeued_jobs: int = 0
+    background: ContainerPool | None = None
     _stopped: bool = field(default=False, init=False, repr=False)
+
+    @property
+    def data_dir(self) -> Path | None:
+        return None if self.store is None else self.store.path
+
+    def compact(self) -> None:
+        """Rewrite the data folder as one snapshot of the tables now (no-op in memory)."""
+        if self.store is not None and self.store.tables is not None:
+            self.store.tables.compact()
 
     @property
     def endpoint(self) -> str:
@@ -133,6 +205,7 @@ class LocalStack:
         out.write(f"KAIBO_ADMIN_KEY={self.admin_key}\n")
         out.write(f"KAIBO_AWS_ENDPOINT={self.emulator.endpoint_url}\n")
         out.write(f"KAIBO_PROJECT_ID={self.project_id}\n")
+        out.write(f"KAIBO_DATA_DIR={self.data_dir or IN_MEMORY}\n")
         out.flush()
 
     def stop(self) -> None:
@@ -140,7 +213,8 @@ class LocalStack:
         if self._stopped:
             return
         self._stopped = True
-        _stop_all(self.front, self.containers, self.loops, self.emulator)
+        pools = [self.containers] if self.background is None else [self.containers, self.background]
+        _stop_all(self.front, pools, self.loops, self.emulator, self.store)
 
 
 def _client(service: Literal["dynamodb", "sqs"], endpoint: str) -> Any:
@@ -179,9 +253,11 @@ def start_stack(
     host: str = "127.0.0.1",
     template: dict[str, Any] | None = None,
     cancel: threading.Event | None = None,
+    data_dir: Path | None = None,
 ) -> LocalStack:
-    """Start the whole stack (``template``: template.yaml's, unless given); StartError for a
-    problem the user can fix; ContainerPoolStoppedError if ``cancel`` is set while it starts."""
+    """Start the whole stack (``template``: template.yaml's, unless given) on ``data_dir`` (None:
+    in memory only); StartError for a problem the user can fix; ContainerPoolStoppedError if
+    ``cancel`` is set while it starts."""
     template = load_template() if template is None else template
     started: list[ContainerPool] = []  # the front calls its loader at the first request, after start
 
@@ -191,56 +267,163 @@ def start_stack(
 
     front = _listen(LocalGateway(template, loader=api_loader), host, port)  # first: before any worker
     emulator: Emulator | None = None
-    containers: ContainerPool | None = None
+    pools: list[ContainerPool] = []
+    store: Store | None = None
     loops: list[Loop] = []
     try:
         count = _number("KAIBO_LOCAL_CONTAINERS", DEFAULT_CONTAINERS, 1, 256)
+        store = _open_store(data_dir) if data_dir is not None else None
         os.environ.update(FAKE_AWS)
         emulator = start_emulator(host=host)
         os.environ["AWS_ENDPOINT_URL"] = emulator.endpoint_url
-        suffix = secrets.token_hex(3)
-        dynamodb = _client("dynamodb", emulator.endpoint_url)
-        sqs = _client("sqs", emulator.endpoint_url)
-        resources = {**create_tables(dynamodb, template, suffix), **create_queues(sqs, template, suffix)}
-        admin_key, admin_hash = issue_admin_key()
+        aws = _Resources.create(emulator, template, store)
         specs = function_specs(template)
         for spec in specs:
             os.environ.update(
-                resolve_environment(spec.environment, resources, {"AdminKeyHash": admin_hash}, template)
+                resolve_environment(spec.environment, aws.names, {"AdminKeyHash": aws.admin_hash}, template)
             )
         # Handlers log JSON to stdout; locally only warnings and errors, unless asked.
         for name in ("POWERTOOLS_LOG_LEVEL", "LOG_LEVEL"):
             os.environ[name] = os.environ.get("KAIBO_LOG_LEVEL", "WARNING")
-        dev = AdminService(DynamoProjectStore(dynamodb, resources["ProjectsTable"])).create_project(
-            "development"
-        )
+        manifest = aws.development_project(store)
 
+        queue_triggers, schedule_triggers = triggers(template, specs)
         containers = ContainerPool(specs, count)
+        pools.append(containers)
         started.append(containers)
-        try:
-            containers.wait_warm(cancel=cancel)  # announced only once every container has its handlers
-        except ContainerPoolStoppedError:
-            raise
-        except RuntimeError as error:
-            raise StartError(str(error)) from None
+        # Each queue and schedule gets a container of its own, as each function scales on its own on
+        # Lambda: requests holding every API container (remember waiting for its structuring) must
+        # never keep the structuring they wait for from running.
+        background = ContainerPool(specs, max(1, len(queue_triggers) + len(schedule_triggers)))
+        pools.append(background)
+        _wait_warm(pools, cancel)
         front.start()
         by_id = {spec.logical_id: spec for spec in specs}
-        queue_triggers, schedule_triggers = triggers(template, specs)
         for trigger in queue_triggers:
             poller = QueuePoller(
-                sqs, trigger, resources[trigger.queue], containers.loader(by_id[trigger.function])
+                aws.sqs, trigger, aws.names[trigger.queue], background.loader(by_id[trigger.function])
             )
             loops.append(poller.start())
         for schedule in schedule_triggers:
-            override = os.environ.get(SCHEDULE_OVERRIDES.get(schedule.function, ""), "")
-            timer = ScheduleTimer(
-                schedule, containers.loader(by_id[schedule.function]), float(override) if override else None
-            )
-            loops.append(timer.start())
+            loops.append(_schedule(schedule, background.loader(by_id[schedule.function]), store).start())
+        requeued = aws.requeue_unfinished_jobs() if store is not None and not store.stored.empty else 0
     except BaseException:
-        _stop_all(front, containers, loops, emulator)
+        _stop_all(front, pools, loops, emulator, store)
         raise
-    return LocalStack(emulator, front, containers, admin_key, dev.key.api_key, dev.key.project_id, loops)
+    return LocalStack(
+        emulator,
+        front,
+        containers,
+        manifest.admin_key,
+        manifest.api_key,
+        manifest.project_id,
+        loops,
+        store,
+        requeued,
+        background,
+    )
+
+
+@dataclass
+class _Resources:
+    """The emulator's tables and queues for this run, and the keys: kept ones, or new."""
+
+    dynamodb: Any
+    sqs: Any
+    names: dict[str, str]  # logical id → table name or queue URL
+    manifest: Manifest | None
+    suffix: str
+    admin_key: str
+
+    @property
+    def admin_hash(self) -> str:
+        return admin_key_hash(self.admin_key)
+
+    @classmethod
+    def create(cls, emulator: Emulator, template: dict[str, Any], store: Store | None) -> _Resources:
+        """Tables and queues from the template, named as in the data folder's manifest (new names
+        in a new folder), the tables restored from the folder and recorded from now on."""
+        manifest = store.manifest if store is not None else None
+        suffix = manifest.table_suffix if manifest is not None else secrets.token_hex(3)
+        dynamodb = _client("dynamodb", emulator.endpoint_url)
+        sqs = _client("sqs", emulator.endpoint_url)
+        if manifest is not None:
+            _remove_leftovers(dynamodb, sqs, suffix)
+        tables = create_tables(dynamodb, template, suffix)
+        names = {**tables, **create_queues(sqs, template, suffix)}
+        if store is not None:
+            store.tables = DurableTables(store.data_dir, emulator, tables.values())
+            store.restored_items = store.tables.restore(store.stored)
+            emulator.record_writes(_or_exit(store.tables.record))
+        admin_key = manifest.admin_key if manifest is not None else issue_admin_key()[0]
+        return cls(dynamodb, sqs, names, manifest, suffix, admin_key)
+
+    def development_project(self, store: Store | None) -> Manifest:
+        """The kept development project and key, or a new one (saved in the folder)."""
+        if self.manifest is not None:
+            return self.manifest
+        projects = AdminService(DynamoProjectStore(self.dynamodb, self.names["ProjectsTable"]))
+        dev = projects.create_project("development")
+        manifest = Manifest(self.suffix, self.admin_key, dev.key.project_id, dev.key.api_key)
+        if store is not None:
+            store.data_dir.save_manifest(manifest)
+        return manifest
+
+    def requeue_unfinished_jobs(self) -> int:
+        """Queue a message for every unfinished structuring job: the last run's queue messages are
+        gone (queues are not kept), the jobs table knows which jobs they were. Structuring is
+        idempotent, so a job that was done meanwhile costs one read."""
+        jobs = DynamoJobStore(self.dynamodb, self.names["JobsTable"])
+        pending = jobs.pending_before(datetime(9999, 1, 1, tzinfo=UTC), REQUEUE_AT_START_LIMIT)
+        queue = SqsJobQueue(self.sqs, self.names["StructuringQueue"])
+        return queue.send_many([(job.project, job.job_id) for job in pending])
+
+
+def _wait_warm(pools: list[ContainerPool], cancel: threading.Event | None) -> None:
+    """Until every container has its handlers (the stack is announced only then)."""
+    try:
+        for pool in pools:
+            pool.wait_warm(cancel=cancel)
+    except ContainerPoolStoppedError:
+        raise
+    except RuntimeError as error:
+        raise StartError(str(error)) from None
+
+
+def _schedule(schedule: ScheduleTrigger, handler: Handler, store: Store | None) -> ScheduleTimer:
+    override = os.environ.get(SCHEDULE_OVERRIDES.get(schedule.function, ""), "")
+    compacts = store is not None and store.tables is not None and schedule.function in COMPACT_AFTER
+    return ScheduleTimer(
+        schedule,
+        handler,
+        float(override) if override else None,
+        after_run=store.tables.compact if compacts and store and store.tables else None,
+    )
+
+
+def _or_exit(record: Callable[[str, bytes], None]) -> Callable[[str, bytes], None]:
+    """A journal write that fails ends the stack at once: the write it records is in memory but
+    not on disk, and must not be acknowledged (it was not: its answer has not left)."""
+
+    def record_or_exit(target: str, body: bytes) -> None:
+        try:
+            record(target, body)
+        except OSError as error:
+            reason = error.strerror or str(error)
+            _exit_now(f"cannot write to the data folder ({reason}); nothing unsaved was acknowledged", 1)
+
+    return record_or_exit
+
+
+def _remove_leftovers(dynamodb: Any, sqs: Any, suffix: str) -> None:
+    """Delete the tables and queues a stack stopped earlier in this same process left in moto's
+    state (a new process starts empty): the restart rebuilds them from the data folder alone."""
+    for name in dynamodb.list_tables().get("TableNames", []):
+        if name.endswith(f"-{suffix}"):
+            dynamodb.delete_table(TableName=name)
+    for url in sqs.list_queues().get("QueueUrls", []):
+        if url.rsplit("/", 1)[-1].removesuffix(".fifo").endswith(f"-{suffix}"):
+            sqs.delete_queue(QueueUrl=url)
 
 
 def _kill_workers() -> None:
@@ -305,6 +488,33 @@ def _relay_stop_signals(stopping: threading.Event) -> None:
     threading.Thread(target=relay, name="stop-signals", daemon=True).start()
 
 
+def _data_line(stack: LocalStack) -> str:
+    if stack.store is None:
+        return "Data is kept in memory only (KAIBO_DATA_DIR=:memory:): it is gone when the stack stops."
+    restored = stack.store.restored_items
+    found = (
+        f"{restored} items restored, {stack.requeued_jobs} unfinished jobs queued again"
+        if restored
+        else "new"
+    )
+    return f"Data is kept in {stack.store.path} ({found}); `make reset` empties it."
+
+
+def reset_command() -> int:
+    """``python -m kaibo_local reset``: empty the data folder (``KAIBO_DATA_DIR``)."""
+    path = configured_data_dir()
+    if path is None:
+        sys.stderr.write("kaibo-local: KAIBO_DATA_DIR=:memory: keeps nothing; nothing to reset\n")
+        return 0
+    try:
+        removed = reset(path)
+    except DataDirError as error:
+        sys.stderr.write(f"kaibo-local: {error}\n")
+        return 1
+    sys.stderr.write(f"kaibo-local: {path} emptied ({len(removed)} files removed)\n")
+    return 0
+
+
 def main(template: dict[str, Any] | None = None) -> int:
     logging.basicConfig(level=os.environ.get("KAIBO_LOCAL_LOG_LEVEL", "WARNING"), stream=sys.stderr)
     stopping = threading.Event()
@@ -313,7 +523,12 @@ def main(template: dict[str, Any] | None = None) -> int:
     _relay_stop_signals(stopping)
     threading.Thread(target=_watchdog, args=(stopping, done), name="stop-watchdog", daemon=True).start()
     try:
-        stack = start_stack(port=_number("PORT", 3000, 0, 65535), template=template, cancel=stopping)
+        stack = start_stack(
+            port=_number("PORT", 3000, 0, 65535),
+            template=template,
+            cancel=stopping,
+            data_dir=configured_data_dir(),
+        )
     except StartError as error:
         sys.stderr.write(f"kaibo-local: {error}\n")
         return 1
@@ -324,6 +539,7 @@ def main(template: dict[str, Any] | None = None) -> int:
     try:
         stack.announce(sys.stdout)
         sys.stderr.write(f"Kaibo is running at {stack.endpoint} (Ctrl-C stops it).\n")
+        sys.stderr.write(f"{_data_line(stack)}\n")
         stopping.wait()  # set by the signal relay's thread (_relay_stop_signals)
     finally:
         stack.stop()

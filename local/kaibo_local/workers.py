@@ -350,9 +350,11 @@ class ScheduleTimer(_BackgroundLoop):
         handler: Handler,
         every_seconds: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        after_run: Callable[[], None] | None = None,
     ) -> None:
         self._trigger = trigger
         self._handler = handler
+        self._after_run = after_run
         self._every = every_seconds if every_seconds is not None else trigger.every_seconds
         if not self._every > 0:
             raise ValueError(f"schedule {trigger.name}: the interval must be positive, not {self._every}")
@@ -376,9 +378,12 @@ class ScheduleTimer(_BackgroundLoop):
         }
 
     def fire(self) -> None:
-        """Invoke the function once with a scheduled event (a failure is logged, not raised)."""
+        """Invoke the function once with a scheduled event, then ``after_run`` if given (a
+        failure of either is logged, not raised)."""
         try:
             self._handler(self.event(), LambdaContext(self._trigger.function))
+            if self._after_run is not None:
+                self._after_run()
         except Exception:
             (log.debug if self.stopping else log.exception)("scheduled %s failed", self._trigger.function)
         with self._count_lock:

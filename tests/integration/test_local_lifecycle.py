@@ -39,6 +39,9 @@ START_SECONDS = 120
 #: The issue's bound: after a stop signal, the whole process tree is gone within this.
 STOP_SECONDS = 10.0
 CONTAINERS = 2
+#: Plus one container per queue and schedule of template.yaml (the structuring queue, the sweeper).
+BACKGROUND_CONTAINERS = 2
+ALL_CONTAINERS = CONTAINERS + BACKGROUND_CONTAINERS
 PYTHONPATH = os.pathsep.join(str(REPO / p) for p in ("", "local", "layers/kaibo_core", "clients/python"))
 #: The stack under test: template.yaml with GatedFunction added.
 DRIVER = """
@@ -348,7 +351,7 @@ def test_given_a_worker_killed_during_a_request_then_it_answers_502_and_the_stac
     )
     assert remembered["job"]["status"] == "done"
     wait_for(
-        lambda: len(workers_of(stack.pid)) == CONTAINERS and victim not in workers_of(stack.pid),
+        lambda: len(workers_of(stack.pid)) == ALL_CONTAINERS and victim not in workers_of(stack.pid),
         what="a replacement container",
     )
 
@@ -384,7 +387,7 @@ def test_given_an_idle_stack_when_ctrl_c_reaches_its_process_group_then_the_whol
     stacks: Callable[[], StackProcess],
 ) -> None:
     stack = stacks()
-    assert len(workers_of(stack.pid)) == CONTAINERS
+    assert len(workers_of(stack.pid)) == ALL_CONTAINERS
 
     assert_stops_whole(stack, signal.SIGINT, group=True)
 
@@ -441,7 +444,7 @@ def test_given_a_stack_still_starting_when_sigterm_then_the_whole_tree_ends_with
 ) -> None:
     stack = launch(tmp_path)
     try:
-        wait_for(lambda: len(workers_of(stack.pid)) == CONTAINERS, what="the containers")
+        wait_for(lambda: len(workers_of(stack.pid)) == ALL_CONTAINERS, what="the containers")
     finally:
         took, left = stack.stop_tree(signal.SIGTERM)
 
@@ -475,3 +478,27 @@ def test_given_the_port_in_use_then_one_line_says_so_and_the_stack_exits_before_
     ]
     assert stack.out.read_text() == ""
     assert not saw_workers
+
+
+# -- queues and schedules have containers of their own ---------------------------------------------
+
+
+def test_given_the_only_api_container_held_by_a_waiting_remember_then_its_structuring_still_runs(
+    tmp_path: Path,
+) -> None:
+    # One API container: remember with wait holds it while it waits for structuring, which must
+    # run elsewhere (once, every API container waiting meant no structuring until the waits gave up).
+    stack = launch(tmp_path, args=["-m", "kaibo_local"], KAIBO_LOCAL_CONTAINERS="1")
+    try:
+        stack.wait_announced()
+        client = KaiboClient(stack.values["KAIBO_ENDPOINT"], stack.values["KAIBO_API_KEY"], max_retries=0)
+        message = {
+            "idempotencyKey": "k1",
+            "kind": "message",
+            "payload": {"role": "user", "text": "Lunch is at noon"},
+        }
+        remembered = client.remember("one-container", [message], wait=True)
+        assert remembered["job"]["status"] == "done", remembered["job"]
+        assert len(workers_of(stack.pid)) == 1 + BACKGROUND_CONTAINERS
+    finally:
+        assert_stops_whole(stack, signal.SIGTERM, group=False)

@@ -1,0 +1,505 @@
+"""Benchmark of the local stack as users run it: ``python -m kaibo_local`` (what ``make run``
+execs), over HTTP, with structuring running. Prints tables; not a test.
+
+Run from the repository root (``make bench-local-stack``; ``bench/README.md``)::
+
+    PYTHONPATH=.:local .venv/bin/python bench/local_stack.py [--quick] [--sizes 1000,10000]
+
+Every stack is a separate process started exactly as ``make run`` starts it (its own emulator,
+its containers, its data folder in a temporary directory), and every figure is taken from the
+outside, over HTTP, with ``KaiboClient``:
+
+1. **appends/s**: 8 client threads, each remembering one chat message per request into a stream of
+   its own, for a fixed time, structuring running behind (no ``wait``); then how long the
+   structuring queue takes to drain;
+2. **durability on vs off**: remember latency, one client, on a stack with a data folder and on
+   one with ``KAIBO_DATA_DIR=:memory:``, both running, requests alternating between them;
+3. per size (1k, 10k memories by default): the stack filled over HTTP (batches of
+   ``MAX_EVENTS_PER_BATCH`` LoCoMo turns, cycled; synthetic sentences if the data is absent),
+   every job waited for; then **recall** p50/p95 over HTTP while a writer keeps appending (so
+   structuring runs), **disk bytes per stored message**, and **start time** with that data (the
+   stack stopped and started again on its folder);
+4. function timeouts: every ``Task timed out`` line any stack wrote.
+
+The start time of an empty stack is measured in 1.
+"""
+
+# ruff: noqa: E402 - the project imports follow the sys.path set-up below, on purpose.
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+ROOT: Final = Path(__file__).resolve().parents[1]
+sys.path[:0] = [p for p in (str(ROOT), str(ROOT / "local")) if p not in sys.path]
+
+from bench.common import Report, machine, percentile, progress
+from kaibo.client import KaiboClient
+from kaibo_core.core.limits import MAX_EVENTS_PER_BATCH
+
+DEFAULT_LOCOMO: Final = ROOT.parent / "shared" / "eval" / "locomo" / "locomo-dev.json"
+START_TIMEOUT_SECONDS: Final = 600
+STOP_TIMEOUT_SECONDS: Final = 30
+APPEND_CLIENTS: Final = 8
+FILL_CLIENTS: Final = 4
+TIMED_OUT: Final = "Task timed out"
+
+
+# --- the stack, as make run starts it --------------------------------------------------------------
+
+
+@dataclass
+class RunningStack:
+    process: subprocess.Popen[bytes]
+    stderr: Path
+    values: dict[str, str]
+    started_seconds: float
+
+    @property
+    def endpoint(self) -> str:
+        return self.values["KAIBO_ENDPOINT"]
+
+    @property
+    def api_key(self) -> str:
+        return self.values["KAIBO_API_KEY"]
+
+    def client(self, timeout: float = 60) -> KaiboClient:
+        return KaiboClient(self.endpoint, self.api_key, timeout=timeout, max_retries=0)
+
+    def timeouts(self) -> int:
+        return self.stderr.read_text(errors="replace").count(TIMED_OUT)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=STOP_TIMEOUT_SECONDS)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+
+
+def start_stack(data_dir: str, logs: Path, name: str) -> RunningStack:
+    """``python -m kaibo_local`` with ``PORT=0``, announced (its KAIBO_* lines read)."""
+    logs.mkdir(parents=True, exist_ok=True)
+    out, err = logs / f"{name}.out", logs / f"{name}.err"
+    environment = {
+        **os.environ,
+        "PORT": "0",
+        "KAIBO_DATA_DIR": data_dir,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "local")]),
+    }
+    environment.pop("AWS_ENDPOINT_URL", None)
+    began = time.monotonic()
+    with out.open("wb") as stdout, err.open("ab") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "kaibo_local"],
+            cwd=ROOT,
+            env=environment,
+            stdout=stdout,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    deadline = began + START_TIMEOUT_SECONDS
+    while time.monotonic() < deadline and process.poll() is None:
+        values = dict(
+            line.split("=", 1) for line in out.read_text().splitlines() if line.startswith("KAIBO_")
+        )
+        if "KAIBO_DATA_DIR" in values:
+            return RunningStack(process, err, values, time.monotonic() - began)
+        time.sleep(0.02)  # polling the announcement, bounded by the deadline
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    raise SystemExit(f"the stack did not start:\n{err.read_text()[-3000:]}")
+
+
+# --- what is remembered and asked --------------------------------------------------------------------
+
+
+@dataclass
+class Corpus:
+    messages: list[str]
+    questions: list[str]
+    source: str
+
+
+def load_corpus(path: Path) -> Corpus:
+    """LoCoMo's development turns and questions, or synthetic sentences if the file is absent."""
+    if path.is_file():
+        samples = json.loads(path.read_text(encoding="utf-8"))
+        messages = [
+            f"{turn['speaker']}: {turn['text']}"
+            for sample in samples
+            for name, session in sorted(sample["conversation"].items())
+            if name.startswith("session_") and isinstance(session, list)
+            for turn in session
+        ]
+        questions = [str(qa["question"]) for sample in samples for qa in sample["qa"]]
+        return Corpus(messages, questions, f"LoCoMo development turns ({path.name}, cycled)")
+    progress(f"{path} is absent: synthetic sentences instead of LoCoMo turns")
+    rng = random.Random(7)
+    people = ["Alice", "Bob", "Priya", "Chen", "Dana", "Omar", "Lena", "Kofi"]
+    things = ["release", "design review", "budget", "offsite", "migration", "invoice", "demo", "audit"]
+    words = [f"w{n}" for n in range(3000)]
+    messages = [
+        f"{rng.choice(people)} says the {rng.choice(things)} moves to week {n % 52} "
+        + " ".join(rng.choices(words, k=8))
+        for n in range(20_000)
+    ]
+    questions = [f"When is the {thing}?" for thing in things] + [f"What did {p} say?" for p in people]
+    return Corpus(messages, questions, "synthetic sentences (LoCoMo absent)")
+
+
+def message(key: str, text: str) -> dict[str, Any]:
+    return {"idempotencyKey": key, "kind": "message", "payload": {"role": "user", "text": text}}
+
+
+# --- 1. appends/s ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Appends:
+    acknowledged: int = 0
+    errors: list[str] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    job_ids: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def append_for(stack: RunningStack, corpus: Corpus, seconds: float, clients: int, tag: str) -> Appends:
+    result = Appends()
+    stop_at = time.monotonic() + seconds
+
+    def client_loop(number: int) -> None:
+        client = stack.client()
+        for n in itertools.count():
+            if time.monotonic() >= stop_at:
+                return
+            text = corpus.messages[(number * 7919 + n) % len(corpus.messages)]
+            began = time.perf_counter()
+            try:
+                answer = client.remember(f"{tag}-{number}", [message(f"{tag}-{number}-{n}", text)])
+            except Exception as error:
+                with result.lock:
+                    result.errors.append(repr(error)[:200])
+                continue
+            with result.lock:
+                result.latencies.append(time.perf_counter() - began)
+                result.acknowledged += 1
+                result.job_ids.append(str(answer["jobId"]))
+
+    threads = [threading.Thread(target=client_loop, args=(n,)) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return result
+
+
+def wait_for_jobs(stack: RunningStack, job_ids: Sequence[str], timeout: float) -> float:
+    """Seconds until every job is done (checked newest first: jobs finish roughly in order)."""
+    client = stack.client()
+    began = time.monotonic()
+    pending = list(dict.fromkeys(job_ids))
+    while pending:
+        if time.monotonic() - began > timeout:
+            raise SystemExit(f"{len(pending)} jobs unfinished after {timeout:.0f} s")
+        status = client.job(pending[-1])["status"]
+        if status == "done":
+            pending.pop()
+        elif status == "failed":
+            raise SystemExit(f"job {pending[-1]} failed")
+        else:
+            time.sleep(0.2)  # polling the job, bounded by the timeout
+    return time.monotonic() - began
+
+
+def bench_appends(report: Report, stack: RunningStack, corpus: Corpus, seconds: float) -> None:
+    progress(f"appends: {APPEND_CLIENTS} clients for {seconds:.0f} s")
+    appends = append_for(stack, corpus, seconds, APPEND_CLIENTS, "appends")
+    drain = wait_for_jobs(stack, appends.job_ids, timeout=1800)
+    latencies = sorted(appends.latencies)
+    report.table(
+        [
+            "clients",
+            "seconds",
+            "acknowledged",
+            "appends/s",
+            "p50 ms",
+            "p95 ms",
+            "errors",
+            "queue drained after",
+        ],
+        [
+            [
+                APPEND_CLIENTS,
+                f"{seconds:.0f}",
+                appends.acknowledged,
+                f"{appends.acknowledged / seconds:.1f}",
+                f"{percentile(latencies, 0.5) * 1000:.0f}",
+                f"{percentile(latencies, 0.95) * 1000:.0f}",
+                len(appends.errors),
+                f"{drain:.1f} s",
+            ]
+        ],
+    )
+    if appends.errors:
+        report.line(f"First errors: {appends.errors[:3]}")
+
+
+# --- 2. durability on vs off ----------------------------------------------------------------------------
+
+
+def bench_durability(
+    report: Report, durable: RunningStack, memory: RunningStack, corpus: Corpus, rounds: int
+) -> None:
+    progress(f"durability on vs off: {rounds} rounds of 10 remembers on each")
+    on: list[float] = []
+    off: list[float] = []
+    clients = {"on": durable.client(), "off": memory.client()}
+    for round_number in range(rounds):
+        for name in ("on", "off") if round_number % 2 == 0 else ("off", "on"):
+            for n in range(10):
+                key = f"durability-{round_number}-{n}"
+                began = time.perf_counter()
+                clients[name].remember("durability", [message(key, corpus.messages[n])])
+                (on if name == "on" else off).append(time.perf_counter() - began)
+    p50_on, p50_off = percentile(sorted(on), 0.5), percentile(sorted(off), 0.5)
+    report.table(
+        ["data folder", "remembers", "p50 ms", "p95 ms"],
+        [
+            [
+                "kept on disk (default)",
+                len(on),
+                f"{p50_on * 1000:.1f}",
+                f"{percentile(sorted(on), 0.95) * 1000:.1f}",
+            ],
+            ["`:memory:`", len(off), f"{p50_off * 1000:.1f}", f"{percentile(sorted(off), 0.95) * 1000:.1f}"],
+        ],
+    )
+    report.line(f"Durability costs {p50_on / p50_off:.2f}x remember p50 (on / off, same run, alternating).")
+
+
+# --- 3. per size: fill, recall, disk, restart -------------------------------------------------
+
+
+def fill(stack: RunningStack, corpus: Corpus, events: int) -> float:
+    """Remember ``events`` turns in batches from FILL_CLIENTS threads; seconds until all structured."""
+    batches = [
+        list(range(start, min(start + MAX_EVENTS_PER_BATCH, events)))
+        for start in range(0, events, MAX_EVENTS_PER_BATCH)
+    ]
+    jobs: list[str] = []
+    lock = threading.Lock()
+    began = time.monotonic()
+
+    def client_loop(number: int) -> None:
+        client = stack.client(timeout=120)
+        for batch in batches[number::FILL_CLIENTS]:
+            body = [message(f"fill-{i}", corpus.messages[i % len(corpus.messages)]) for i in batch]
+            answer = client.remember(f"fill-{batch[0] // 1000}", body)
+            with lock:
+                jobs.append(str(answer["jobId"]))
+
+    threads = [threading.Thread(target=client_loop, args=(n,)) for n in range(FILL_CLIENTS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wait_for_jobs(stack, jobs, timeout=7200)
+    return time.monotonic() - began
+
+
+def recall_under_load(stack: RunningStack, corpus: Corpus, questions: int) -> tuple[list[float], int, int]:
+    """Recall latencies (one client) while a writer appends; (latencies, abstains, appended)."""
+    stop = threading.Event()
+    appended = [0]
+
+    def writer() -> None:
+        client = stack.client()
+        for n in itertools.count():
+            if stop.is_set():
+                return
+            with contextlib.suppress(Exception):
+                client.remember(
+                    "recall-load", [message(f"load-{time.time_ns()}-{n}", corpus.messages[n % 500])]
+                )
+                appended[0] += 1
+            stop.wait(0.2)  # about 5 appends/s: structuring keeps running during the recalls
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    client = stack.client()
+    latencies: list[float] = []
+    abstains = 0
+    try:
+        for question in itertools.islice(itertools.cycle(corpus.questions), questions):
+            began = time.perf_counter()
+            answer = client.recall(question, 300)
+            latencies.append(time.perf_counter() - began)
+            abstains += bool(answer["abstain"]["abstained"])
+    finally:
+        stop.set()
+        thread.join()
+    return latencies, abstains, appended[0]
+
+
+def folder_bytes(path: Path) -> int:
+    return sum(entry.stat().st_size for entry in path.iterdir() if entry.is_file())
+
+
+@dataclass
+class SizeRow:
+    events: int
+    fill_seconds: float
+    recall: list[float]
+    abstains: int
+    appended_during: int
+    bytes_per_message: float
+    restart_seconds: float
+    timeouts: int
+
+
+def bench_size(logs: Path, corpus: Corpus, events: int, questions: int) -> SizeRow:
+    folder = Path(tempfile.mkdtemp(prefix=f"kaibo-bench-{events}-"))
+    progress(f"{events} events: filling a stack over HTTP")
+    stack = start_stack(str(folder), logs, f"size-{events}")
+    try:
+        fill_seconds = fill(stack, corpus, events)
+        progress(f"{events} events: {questions} recalls while appending")
+        latencies, abstains, appended = recall_under_load(stack, corpus, questions)
+    finally:
+        stack.stop()
+    timeouts = stack.timeouts()
+    progress(f"{events} events: started again on its folder")
+    again = start_stack(str(folder), logs, f"size-{events}")
+    try:
+        stored = events + appended
+        return SizeRow(
+            events,
+            fill_seconds,
+            sorted(latencies),
+            abstains,
+            appended,
+            folder_bytes(folder) / stored,  # compacted at start: one snapshot, an empty journal
+            again.started_seconds,
+            timeouts + again.timeouts(),
+        )
+    finally:
+        again.stop()
+
+
+def report_sizes(report: Report, rows: Sequence[SizeRow]) -> None:
+    report.table(
+        [
+            "memories",
+            "filled + structured in",
+            "recall p50 ms",
+            "recall p95 ms",
+            "abstained",
+            "appends during recalls",
+            "disk bytes / message",
+            "start with this data",
+            "function timeouts",
+        ],
+        [
+            [
+                f"{row.events:,}",
+                f"{row.fill_seconds:.0f} s ({row.events / row.fill_seconds:.0f} events/s)",
+                f"{percentile(row.recall, 0.5) * 1000:.0f}",
+                f"{percentile(row.recall, 0.95) * 1000:.0f}",
+                f"{row.abstains}/{len(row.recall)}",
+                row.appended_during,
+                f"{row.bytes_per_message:,.0f}",
+                f"{row.restart_seconds:.1f} s",
+                row.timeouts,
+            ]
+            for row in rows
+        ],
+    )
+
+
+# --- main ------------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def stacks(logs: Path, *names_and_folders: tuple[str, str]) -> Iterator[list[RunningStack]]:
+    running: list[RunningStack] = []
+    try:
+        for name, folder in names_and_folders:
+            running.append(start_stack(folder, logs, name))
+        yield running
+    finally:
+        for stack in running:
+            stack.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="short runs, 1k memories only")
+    parser.add_argument(
+        "--sizes", default="1000,10000", help="memories per size stage (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--seconds", type=float, default=60, help="appends stage length (default: %(default)s)"
+    )
+    parser.add_argument("--questions", type=int, default=300, help="recalls per size (default: %(default)s)")
+    parser.add_argument(
+        "--data", type=Path, default=DEFAULT_LOCOMO, help="locomo-dev.json (default: %(default)s)"
+    )
+    args = parser.parse_args(argv)
+    sizes = [1000] if args.quick else [int(size) for size in args.sizes.split(",")]
+    seconds = 15.0 if args.quick else args.seconds
+    questions = 60 if args.quick else args.questions
+    corpus = load_corpus(args.data)
+    logs = Path(tempfile.mkdtemp(prefix="kaibo-bench-logs-"))
+    report = Report()
+    report.line(f"# The local stack as users run it ({machine()})")
+    report.line(
+        f"Each stack is `python -m kaibo_local` (what `make run` execs) with its data folder in a temporary "
+        f"directory, measured over HTTP from this process. Messages: {corpus.source}. Logs: {logs}."
+    )
+    timeouts = 0
+    folder = tempfile.mkdtemp(prefix="kaibo-bench-appends-")
+    with stacks(logs, ("appends", folder), ("memory", ":memory:")) as (durable, memory):
+        report.line("")
+        report.line(
+            f"## Start, empty: {durable.started_seconds:.1f} s (data folder), "
+            f"{memory.started_seconds:.1f} s (`:memory:`)"
+        )
+        report.line("")
+        report.line("## Remember sustained, structuring running")
+        bench_appends(report, durable, corpus, seconds)
+        report.line("")
+        report.line("## Durability on vs off")
+        bench_durability(report, durable, memory, corpus, rounds=10 if args.quick else 30)
+    timeouts += durable.timeouts() + memory.timeouts()
+    rows = [bench_size(logs, corpus, size, questions) for size in sizes]
+    report.line("")
+    report.line("## Per size: recall with structuring running, disk, start")
+    report_sizes(report, rows)
+    timeouts += sum(row.timeouts for row in rows)
+    report.line("")
+    report.line(f"Function timeouts in every stack's log: {timeouts}.")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
