@@ -45,7 +45,9 @@ from pathlib import Path
 from typing import Any, Final
 
 ROOT: Final = Path(__file__).resolve().parents[1]
-sys.path[:0] = [p for p in (str(ROOT), str(ROOT / "local")) if p not in sys.path]
+#: This checkout's code first, even where the venv has the packages installed from another one.
+CODE_PATHS: Final = [str(ROOT / p) for p in ("", "local", "layers/kaibo_core", "clients/python")]
+sys.path[:0] = [p for p in CODE_PATHS if p not in sys.path]
 
 from bench.common import Report, machine, percentile, progress
 from kaibo.client import KaiboClient
@@ -101,7 +103,7 @@ def start_stack(data_dir: str, logs: Path, name: str) -> RunningStack:
         **os.environ,
         "PORT": "0",
         "KAIBO_DATA_DIR": data_dir,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "local")]),
+        "PYTHONPATH": os.pathsep.join(CODE_PATHS),
     }
     environment.pop("AWS_ENDPOINT_URL", None)
     began = time.monotonic()
