@@ -1,13 +1,14 @@
 """The emulator's DynamoDB tables kept on disk: a snapshot plus a journal of acknowledged writes.
 
 Every DynamoDB request goes through the emulator one at a time (kaibo_local.emulator,
-``SerializedDynamoDBApp``). A write that succeeded (``PutItem``, ``UpdateItem``, ``DeleteItem``,
-``BatchWriteItem``, ``TransactWriteItems`` answering 200) is appended to the journal as the
-request it was, and synced to disk, before its answer leaves and before the next request starts.
-The tables are a deterministic function of the requests applied in order, so replaying the
-journal over the snapshot it follows rebuilds exactly the acknowledged state; a write whose
-journal record did not reach the disk was never answered. A request that failed (a condition not
-met, a cancelled transaction) changed nothing and is not recorded.
+``SerializedDynamoDBApp``). After a write succeeded (``PutItem``, ``UpdateItem``, ``DeleteItem``,
+``BatchWriteItem``, ``TransactWriteItems`` answering 200), the items it touched are read back as
+they now are (or as gone) and appended to the journal as one record, synced to disk before the
+answer leaves and before the next request starts. Replaying the journal over the snapshot it
+follows puts each item back as it was written: exactly the acknowledged state, at the cost of a
+put per item (moto evaluating the update expressions and conditions again would cost ten times
+more). A write whose record did not reach the disk was never answered. A request that failed (a
+condition not met, a cancelled transaction) changed nothing and is not recorded.
 
 **Compaction** writes a new generation: a snapshot of every item (to a temporary file, synced,
 then renamed) and an empty journal, after which the older generation's files are deleted. It
@@ -16,7 +17,7 @@ runs at start when the journal holds anything, when the journal outgrows the sna
 is gone from every file in the data folder, not only from memory. It holds the DynamoDB lock, so
 requests wait for it (about a second per 100k items).
 
-At start (``load``): the newest generation's snapshot must be whole (it only gets its name once
+At start (``restore``): the newest generation's snapshot must be whole (it only gets its name once
 complete); its journal may end in a torn record (a write cut short by ``kill -9``, never
 acknowledged), which is dropped and reported; a journal damaged in its middle stops the start
 with a message saying what to do.
@@ -32,8 +33,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from moto.dynamodb.models import DynamoDBBackend, dynamodb_backends
+from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
-from werkzeug.test import Client
 
 from kaibo_local.data_dir import DataDir, DataDirError, sync_folder
 from kaibo_local.emulator import Emulator, dynamodb_lock
@@ -54,19 +55,14 @@ WRITE_OPERATIONS: Final = frozenset(
     {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
 )
 TARGET_PREFIX: Final = "DynamoDB_20120810."
-#: The journal is compacted once it is larger than the snapshot and than this.
-COMPACT_AFTER_BYTES: Final = 64 * 1024 * 1024
+#: The journal is compacted once it is larger than the snapshot and than this (so that a start
+#: replays at most about a snapshot's worth of items).
+COMPACT_AFTER_BYTES: Final = 4 * 1024 * 1024
 #: Items per snapshot record.
 SNAPSHOT_CHUNK: Final = 1000
 SNAPSHOT_KIND: Final = "kaibo-local dynamodb snapshot"
-# How replayed requests reach moto: as the local stack's own clients send them (region us-east-1).
-_REPLAY_HEADERS: Final = {
-    "Content-Type": "application/x-amz-json-1.0",
-    "Authorization": (
-        "AWS4-HMAC-SHA256 Credential=kaibo-local/20260101/us-east-1/dynamodb/aws4_request, "
-        "SignedHeaders=host;x-amz-target, Signature=0"
-    ),
-}
+#: A table name, an item's key and the item as it now is (None: deleted), in DynamoDB's JSON.
+Image = tuple[str, dict[str, Any], dict[str, Any] | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +137,7 @@ class DurableTables:
         self._data_dir = data_dir
         self._emulator = emulator
         self._table_names = sorted(table_names)
+        self._moto_tables: dict[str, Table] = {}
         self._generation = 0
         self._snapshot_bytes = 0
         self._journal: RecordWriter | None = None
@@ -156,8 +153,7 @@ class DurableTables:
         self._generation = stored.generation
         with dynamodb_lock():
             self._load_snapshot(stored.snapshot)
-        self._replay(stored.journal)  # through the emulator's app, which takes the lock per request
-        with dynamodb_lock():
+            self._replay(stored.journal)
             restored = sum(1 for table in self._tables() for _ in _items(table))
         if stored.empty or stored.journal or stored.torn_bytes:
             self.compact()
@@ -171,6 +167,12 @@ class DurableTables:
     def _tables(self) -> Iterator[Table]:
         for name in self._table_names:
             yield _backend_holding(name).get_table(name)
+
+    def _moto_table(self, name: str) -> Table:
+        table = self._moto_tables.get(name)
+        if table is None:
+            table = self._moto_tables[name] = _backend_holding(name).get_table(name)
+        return table
 
     def _load_snapshot(self, records: list[bytes]) -> None:
         if not records:
@@ -200,20 +202,30 @@ class DurableTables:
         return _backend_holding(name).get_table(name)
 
     def _replay(self, records: list[bytes]) -> None:
-        client = Client(self._emulator.app)
-        for index, record in enumerate(records):
-            operation, _, body = record.partition(b"\n")
-            response = client.post(
-                "/",
-                data=body,
-                headers={**_REPLAY_HEADERS, "X-Amz-Target": TARGET_PREFIX + operation.decode()},
-            )
-            if response.status_code != 200:
-                raise DataDirError(
-                    f"journal record {index} ({operation.decode()}) cannot be applied again "
-                    f"({response.status_code}: {response.get_data(as_text=True)[:200]}); "
-                    "restore the folder from a backup, or `make reset` to start empty"
-                )
+        gc.disable()
+        try:
+            for index, record in enumerate(records):
+                try:
+                    images = json.loads(record)["w"]
+                    for name, key, item in images:
+                        if name in self._table_names:
+                            self._apply(name, key, item)
+                except (ValueError, KeyError, TypeError) as error:
+                    raise DataDirError(
+                        f"journal record {index} cannot be applied ({type(error).__name__}: {error}); "
+                        "restore the folder from a backup, or `make reset` to start empty"
+                    ) from None
+        finally:
+            gc.enable()
+
+    def _apply(self, name: str, key: dict[str, Any], item: dict[str, Any] | None) -> None:
+        table = self._moto_table(name)
+        if item is not None:
+            table.put_item(item)
+            return
+        hash_value = DynamoType(key[table.hash_key_attr])
+        range_value = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+        table.delete_item(hash_value, range_value)
 
     # --- while running ----------------------------------------------------------------------------
 
@@ -224,9 +236,45 @@ class DurableTables:
         operation = target[len(TARGET_PREFIX) :]
         if operation not in WRITE_OPERATIONS or self._journal is None:
             return
-        self._journal.append(operation.encode() + b"\n" + body)
+        images = [self._image(name, key) for name, key in self._touched(operation, json.loads(body))]
+        self._journal.append(json.dumps({"w": images}, separators=(",", ":")).encode())
         if self._journal.size > max(COMPACT_AFTER_BYTES, self._snapshot_bytes):
             self._compact_locked()
+
+    def _touched(self, operation: str, request: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(table name, key) of every item a successful write request changed."""
+        if operation == "PutItem":
+            yield request["TableName"], self._key_of(request["TableName"], request["Item"])
+        elif operation in ("UpdateItem", "DeleteItem"):
+            yield request["TableName"], request["Key"]
+        elif operation == "BatchWriteItem":
+            for name, writes in request["RequestItems"].items():
+                for write in writes:
+                    if "PutRequest" in write:
+                        yield name, self._key_of(name, write["PutRequest"]["Item"])
+                    else:
+                        yield name, write["DeleteRequest"]["Key"]
+        else:  # TransactWriteItems
+            for action in request["TransactItems"]:
+                for kind, op in action.items():
+                    if kind == "Put":
+                        yield op["TableName"], self._key_of(op["TableName"], op["Item"])
+                    elif kind in ("Update", "Delete"):
+                        yield op["TableName"], op["Key"]
+
+    def _key_of(self, name: str, item: dict[str, Any]) -> dict[str, Any]:
+        table = self._moto_table(name)
+        key = {table.hash_key_attr: item[table.hash_key_attr]}
+        if table.range_key_attr:
+            key[table.range_key_attr] = item[table.range_key_attr]
+        return key
+
+    def _image(self, name: str, key: dict[str, Any]) -> Image:
+        table = self._moto_table(name)
+        hash_value = DynamoType(key[table.hash_key_attr])
+        range_value = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+        item = table.get_item(hash_value, range_value)
+        return (name, key, None if item is None else item.to_json()["Attributes"])
 
     def compact(self) -> None:
         """Write a new generation (snapshot of every item, empty journal); delete the older files."""
