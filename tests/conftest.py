@@ -47,6 +47,7 @@ class AwsStack:
             "KAIBO_MEMORIES_TABLE": self.tables["MemoriesTable"],
             "KAIBO_INDEX_TABLE": self.tables["TermIndexTable"],
             "KAIBO_JOBS_TABLE": self.tables["JobsTable"],
+            "KAIBO_LEDGER_TABLE": self.tables["LedgerTable"],
             "KAIBO_STRUCTURING_QUEUE_URL": self.queues["StructuringQueue"],
             "KAIBO_ADMIN_KEY_HASH": self.admin_key_hash,
         }

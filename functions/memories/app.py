@@ -2,7 +2,9 @@
 
 - ``GET /v1/memories/{id}``: one memory in any status (tombstoned ones without content);
 - ``POST /v1/explain``: the versions that led to a memory, oldest first;
-- ``GET /v1/jobs/{id}``: a structuring job's status and the memories it made.
+- ``GET /v1/jobs/{id}``: a structuring job's status and the memories it made;
+- ``GET /v1/ledger``: the deletion ledger's entries in order; ``GET /v1/receipts/{id}``: one
+  forget's receipt and its state (docs/forget.md).
 """
 
 # No `from __future__ import annotations`: Powertools reads the route signatures'
@@ -15,15 +17,23 @@ cold_start.pause_collector()
 
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from kaibo_core.api import mapping
-from kaibo_core.api.models import ExplainRequest, ExplainResponse, JobOut, MemoryOut
+from kaibo_core.api.models import (
+    ExplainRequest,
+    ExplainResponse,
+    JobOut,
+    LedgerPage,
+    MemoryOut,
+    ReceiptStateOut,
+)
 from kaibo_core.runtime import wiring
 from kaibo_core.runtime.http import ERROR_RESPONSES, create_resolver, injected, principal, resolve
 from kaibo_core.runtime.observability import logger
 from kaibo_core.services.jobs import JobsService
+from kaibo_core.services.ledger import LedgerService
 from kaibo_core.services.memories import MemoriesService
 
 app = create_resolver()
@@ -35,6 +45,10 @@ def memories() -> MemoriesService:
 
 def jobs() -> JobsService:
     return injected(app, "jobs", JobsService, wiring.jobs_service)
+
+
+def ledger() -> LedgerService:
+    return injected(app, "ledger", LedgerService, wiring.ledger_service)
 
 
 @app.get("/v1/memories/<memory_id>", summary="Get one memory (any status)", responses=ERROR_RESPONSES)
@@ -59,6 +73,20 @@ def get_job(job_id: str) -> JobOut:
     return mapping.job_out(jobs().get(project, job_id))
 
 
+@app.get("/v1/ledger", summary="Page through the deletion ledger, oldest first", responses=ERROR_RESPONSES)
+def get_ledger(fromSeq: Annotated[int, Query(ge=1)] = 1) -> LedgerPage:  # noqa: N803 - wire name
+    project = principal(app).project_with_scope("read")
+    return mapping.ledger_page(*ledger().page(project, fromSeq))
+
+
+@app.get(
+    "/v1/receipts/<receipt_id>", summary="Get a forget's receipt and its state", responses=ERROR_RESPONSES
+)
+def get_receipt(receipt_id: str) -> ReceiptStateOut:
+    project = principal(app).project_with_scope("read")
+    return mapping.receipt_state_out(*ledger().receipt(project, receipt_id))
+
+
 @cold_start.resume_collector_after_first_invocation
 @logger.inject_lambda_context(log_event=False)
 def lambda_handler(
@@ -66,5 +94,6 @@ def lambda_handler(
     context: LambdaContext,
     memories: MemoriesService | None = None,
     jobs: JobsService | None = None,
+    ledger: LedgerService | None = None,
 ) -> dict[str, Any]:
-    return resolve(app, event, context, memories=memories, jobs=jobs)
+    return resolve(app, event, context, memories=memories, jobs=jobs, ledger=ledger)

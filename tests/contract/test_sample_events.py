@@ -63,6 +63,9 @@ EXPECTED_STATUS: dict[str, int] = {
     "get-memory.json": 200,  # after remember.json: its first provisional memory (id patched in)
     "explain.json": 200,  # after remember.json: the chain of its first memory (id patched in)
     "get-job.json": 200,  # after remember.json: its structuring job (id patched in)
+    "forget.json": 200,  # after remember.json: a dry run of forgetting the release target
+    "get-ledger.json": 200,  # the project's deletion ledger (empty until a forget)
+    "get-receipt.json": 200,  # after a real forget: its receipt (id patched in)
 }
 #: Samples of the queue and schedule triggers (not proxy events): structure a job, sweep.
 TRIGGER_SAMPLES = {"structure-jobs.json", "sweep.json"}
@@ -249,6 +252,16 @@ def _job_exists(stack: LocalStack, event: dict[str, Any]) -> dict[str, Any]:
     return with_path_parameter(event, "job_id", remembered.body["jobId"])
 
 
+def _receipt_exists(stack: LocalStack, event: dict[str, Any]) -> dict[str, Any]:
+    assert stack.invoke(load_event("remember.json")).status == 202
+    dry_run = load_event("forget.json")
+    real = copy.deepcopy(dry_run)
+    real["body"] = json.dumps({**json.loads(dry_run["body"]), "dryRun": False})
+    forgotten = stack.invoke(real)
+    assert forgotten.status == 200, forgotten.body
+    return with_path_parameter(event, "receipt_id", forgotten.body["receipt"]["id"])
+
+
 def _project_exists(stack: LocalStack, event: dict[str, Any]) -> dict[str, Any]:
     return with_path_parameter(event, "project_id", stack.create_project().project_id)
 
@@ -267,6 +280,8 @@ PREPARE: dict[str, Callable[[LocalStack, dict[str, Any]], dict[str, Any]]] = {
     "get-memory.json": _memory_exists,
     "explain.json": _explainable_memory,
     "get-job.json": _job_exists,
+    "forget.json": _remember_first,
+    "get-receipt.json": _receipt_exists,
 }
 
 

@@ -45,6 +45,9 @@ EXPECTED_ROUTES: dict[tuple[str, str], str] = {
     ("GET", "/v1/memories/{memory_id}"): "MemoriesFunction",
     ("POST", "/v1/explain"): "MemoriesFunction",
     ("GET", "/v1/jobs/{job_id}"): "MemoriesFunction",
+    ("GET", "/v1/ledger"): "MemoriesFunction",
+    ("GET", "/v1/receipts/{receipt_id}"): "MemoriesFunction",
+    ("POST", "/v1/forget"): "ForgetFunction",
 }
 
 #: Function → the exact (action, resource) pairs it is allowed; resources as "Table" or
@@ -77,6 +80,22 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
         ("dynamodb:GetItem", "MemoriesTable"),
         ("dynamodb:BatchGetItem", "MemoriesTable"),
         ("dynamodb:GetItem", "JobsTable"),
+        ("dynamodb:GetItem", "LedgerTable"),
+        ("dynamodb:Query", "LedgerTable"),
+    },
+    "ForgetFunction": {
+        ("dynamodb:GetItem", "MemoriesTable"),
+        ("dynamodb:BatchGetItem", "MemoriesTable"),
+        ("dynamodb:PutItem", "MemoriesTable"),
+        ("dynamodb:UpdateItem", "MemoriesTable"),
+        ("dynamodb:Query", "TermIndexTable"),
+        ("dynamodb:UpdateItem", "TermIndexTable"),
+        ("dynamodb:DeleteItem", "TermIndexTable"),
+        ("dynamodb:Query", "EventsTable"),
+        ("dynamodb:GetItem", "LedgerTable"),
+        ("dynamodb:PutItem", "LedgerTable"),
+        ("dynamodb:UpdateItem", "LedgerTable"),
+        ("dynamodb:ConditionCheckItem", "LedgerTable"),
     },
     "StructureFunction": {
         ("dynamodb:BatchGetItem", "EventsTable"),
@@ -139,6 +158,7 @@ EXPECTED_TABLE_KEYS: dict[str, list[tuple[str, str, str]]] = {
     "MemoriesTable": [("pk", "S", "HASH")],
     "TermIndexTable": [("pk", "S", "HASH"), ("sk", "S", "RANGE")],
     "JobsTable": [("pk", "S", "HASH")],
+    "LedgerTable": [("pk", "S", "HASH"), ("sk", "S", "RANGE")],
 }
 
 

@@ -66,6 +66,9 @@ FUNCTION_OF = {
     "/v1/memories/{memory_id}": "memories",
     "/v1/explain": "memories",
     "/v1/jobs/{job_id}": "memories",
+    "/v1/ledger": "memories",
+    "/v1/receipts/{receipt_id}": "memories",
+    "/v1/forget": "forget",
     "/v1/admin/projects": "admin",
     "/v1/admin/projects/{project_id}/keys": "admin",
     "/v1/admin/keys/{key_id}": "admin",
@@ -173,6 +176,57 @@ def _job(a: ProjectA, b: str) -> tuple[tuple[int, str], tuple[int, str]]:
     return normalized(get(a.job_id), a.job_id), normalized(get(missing), missing)
 
 
+def _forget(a: ProjectA, b: str) -> tuple[tuple[int, str], tuple[int, str]]:
+    # B names A's memory, A's stream and A's words: each answers as for a memory, stream or word
+    # that exists nowhere (and nothing of A is touched).
+    def forget(project: str, body: dict[str, Any]) -> Reply:
+        return as_project(project, "POST", "/v1/forget", "/v1/forget", body={"reason": "r", **body})
+
+    missing, empty = unknown_memory_id(a), new_project()
+    seen = [
+        normalized(forget(b, {"memoryId": a.memory_id}), a.memory_id),
+        normalized(forget(b, {"stream": a.stream}), a.stream),
+        normalized(forget(b, {"query": "zeppelin launch"})),
+    ]
+    absent = [
+        normalized(forget(b, {"memoryId": missing}), missing),
+        normalized(forget(b, {"stream": "never-used-y"}), "never-used-y"),
+        normalized(forget(empty, {"query": "zeppelin launch"})),
+    ]
+    return (200, json.dumps(seen)), (200, json.dumps(absent))
+
+
+def _ledger(a: ProjectA, b: str) -> tuple[tuple[int, str], tuple[int, str]]:
+    remember(a.project, {"stream": "to-forget", "events": [message("f1", "A private note")]})
+    assert (
+        as_project(
+            a.project, "POST", "/v1/forget", "/v1/forget", body={"stream": "to-forget", "reason": "r"}
+        ).status
+        == 200
+    )
+    empty = new_project()
+    return (
+        normalized(as_project(b, "GET", "/v1/ledger", "/v1/ledger")),
+        normalized(as_project(empty, "GET", "/v1/ledger", "/v1/ledger")),
+    )
+
+
+def _receipt(a: ProjectA, b: str) -> tuple[tuple[int, str], tuple[int, str]]:
+    remember(a.project, {"stream": "to-forget", "events": [message("f1", "A private note")]})
+    forgotten = as_project(
+        a.project, "POST", "/v1/forget", "/v1/forget", body={"stream": "to-forget", "reason": "r"}
+    )
+    receipt_id = forgotten.body["receipt"]["id"]
+
+    def get(rid: str) -> Reply:
+        return as_project(
+            b, "GET", f"/v1/receipts/{rid}", "/v1/receipts/{receipt_id}", path_parameters={"receipt_id": rid}
+        )
+
+    missing = receipt_id[:-6] + "ZZZZZZ"
+    return normalized(get(receipt_id), receipt_id), normalized(get(missing), missing)
+
+
 def _admin(method: str, path: str, resource: str, **kwargs: Any) -> Case:
     """Admin routes name no project of the caller's: a project key is refused (403) whatever it
     names, exactly as when it names its own project."""
@@ -197,6 +251,9 @@ CASES: dict[tuple[str, str], Case] = {
     ("GET", "/v1/memories/{memory_id}"): _memory,
     ("POST", "/v1/explain"): _explain,
     ("GET", "/v1/jobs/{job_id}"): _job,
+    ("POST", "/v1/forget"): _forget,
+    ("GET", "/v1/ledger"): _ledger,
+    ("GET", "/v1/receipts/{receipt_id}"): _receipt,
     ("POST", "/v1/admin/projects"): _admin(
         "POST", "/v1/admin/projects", "/v1/admin/projects", body={"name": "x"}
     ),

@@ -165,6 +165,9 @@ def test_given_the_template_then_the_routes_under_test_are_all_of_its_api_events
         ("GET", "/v1/memories/{memory_id}"),
         ("POST", "/v1/explain"),
         ("GET", "/v1/jobs/{job_id}"),
+        ("POST", "/v1/forget"),
+        ("GET", "/v1/ledger"),
+        ("GET", "/v1/receipts/{receipt_id}"),
     }
 
 

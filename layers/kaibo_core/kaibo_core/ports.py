@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from kaibo_core.core.api_keys import IssuedKey
+    from kaibo_core.core.ledger import LedgerEntry
     from kaibo_core.core.models.events import EventRecord, StreamHead
     from kaibo_core.core.models.jobs import JobRecord, PendingJob
     from kaibo_core.core.models.keys import StoredKey
@@ -62,6 +63,36 @@ class EventPages(Protocol):
     ) -> tuple[list[tuple[str, StreamHead]], str | None]: ...
 
 
+# --- The deletion ledger ---------------------------------------------------------------------------
+
+
+class DeletionLedger(Protocol):
+    """The per-project, hash-chained ledger of forgets (DynamoLedgerStore, InMemoryLedgerStore).
+
+    ``append`` assigns the next seq and chains the entry onto the head, retrying lost races
+    itself (LedgerConflictError once it gives up); ``receipt_id`` (default: a new one) makes a
+    retried append idempotent. ``read`` pages entries in seq order with the next ``from_seq``.
+    """
+
+    def append(
+        self,
+        project: ProjectId,
+        *,
+        memory_ids: Sequence[str],
+        event_ids: Sequence[str],
+        reason_digest: str,
+        tombstoned_at: str,
+        purge_after: str,
+        receipt_id: str | None = None,
+    ) -> LedgerEntry: ...
+
+    def read(self, project: ProjectId, from_seq: int, limit: int) -> tuple[list[LedgerEntry], int | None]: ...
+
+    def receipt(self, project: ProjectId, receipt_id: str) -> LedgerEntry | None: ...
+
+    def head(self, project: ProjectId) -> tuple[int, str]: ...
+
+
 # --- Memories and the term index --------------------------------------------------------------------
 
 
@@ -70,7 +101,7 @@ class ProvisionalIndex(Protocol):
 
     def index_many(self, memories: Sequence[MemoryRecord]) -> list[bool | Exception]: ...
 
-    def existing_ids(self, project: ProjectId, memory_ids: Iterable[str]) -> set[str]: ...
+    def statuses(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, str]: ...
 
 
 class MemoryGetter(Protocol):

@@ -297,8 +297,10 @@ class DynamoMemoryStore:
             found[memory.id] = memory
         return found
 
-    def existing_ids(self, project: ProjectId, memory_ids: Iterable[str]) -> set[str]:
-        return {item["id"]["S"] for item in self._batch_get(project, memory_ids, projection="id")}
+    def statuses(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, str]:
+        """The stored status of each of ``memory_ids`` that exists."""
+        items = self._batch_get(project, memory_ids, projection="id, #status")
+        return {item["id"]["S"]: item["status"]["S"] for item in items}
 
     def _batch_get(
         self, project: ProjectId, memory_ids: Iterable[str], projection: str | None
@@ -309,6 +311,8 @@ class DynamoMemoryStore:
             request: dict[str, Any] = {"Keys": keys[start : start + BATCH_GET_KEYS], "ConsistentRead": True}
             if projection:
                 request["ProjectionExpression"] = projection
+                if "#status" in projection:
+                    request["ExpressionAttributeNames"] = {"#status": "status"}
             pending: dict[str, Any] = {self._memories: request}
             for attempt in range(MAX_BATCH_GET_ROUNDS):
                 response = self._reads.batch_get_item(RequestItems=pending)

@@ -52,9 +52,11 @@ class InMemoryMemoryStore:
     def index_many(self, memories: Sequence[MemoryRecord]) -> list[bool | Exception]:
         return [self.index_new(memory) for memory in memories]
 
-    def existing_ids(self, project: ProjectId, memory_ids: Iterable[str]) -> set[str]:
+    def statuses(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, str]:
         with self._lock:
-            return {m for m in memory_ids if (project, m) in self.memories}
+            return {
+                m: self.memories[(project, m)].status for m in memory_ids if (project, m) in self.memories
+            }
 
     def get(self, project: ProjectId, memory_id: str) -> MemoryRecord | None:
         with self._lock:

@@ -15,15 +15,24 @@ from kaibo_core.api.models import (
     CreateProjectResponse,
     EventsPage,
     ExplainResponse,
+    ForgetRequest,
+    ForgetResponse,
+    ForgottenMemoryOut,
     JobOut,
+    LedgerPage,
     MemoryOut,
     RecallRequest,
     RecallResponse,
+    ReceiptOut,
+    ReceiptStateOut,
     RememberRequest,
     RememberResponse,
     StoredEventOut,
     StreamsPage,
 )
+from kaibo_core.core.forgetting import ForgetOutcome
+from kaibo_core.core.forgetting import ForgetRequest as ForgetCall
+from kaibo_core.core.ledger import LedgerEntry
 from kaibo_core.core.models.events import EventPage, EventRecord, HeadPage, NewEvent, RememberOutcome
 from kaibo_core.core.models.jobs import JobRecord
 from kaibo_core.core.models.keys import CreatedKey, CreatedProject
@@ -71,7 +80,13 @@ def remember_response(outcome: RememberOutcome) -> tuple[int, RememberResponse]:
             for e in outcome.events
         ],
         memories=[
-            {"id": m.id, "status": m.status, "type": m.type, "content": m.content or ""} for m in shown
+            {
+                "id": m.id,
+                "status": m.status,
+                "type": m.type,
+                "content": "" if m.status in _TEXT_WITHHELD else m.content or "",
+            }
+            for m in shown
         ],
         job=None if outcome.job is None else job_out(outcome.job),
     )
@@ -261,3 +276,55 @@ def created_project(created: CreatedProject) -> CreateProjectResponse:
         scopes=list(key.scopes),
         timeZone=created.time_zone,
     )
+
+
+# --- forget, the ledger, receipts ----------------------------------------------------------------------
+
+
+def forget_request(request: ForgetRequest) -> ForgetCall:
+    return ForgetCall(
+        reason=request.reason,
+        memory_id=request.memoryId,
+        query=request.query,
+        stream=request.stream,
+        dry_run=request.dryRun,
+        preview_token=request.previewToken,
+        max_memories=request.maxMemories,
+    )
+
+
+def receipt_out(entry: LedgerEntry) -> ReceiptOut:
+    return ReceiptOut.model_validate(entry.as_served())
+
+
+def forget_response(outcome: ForgetOutcome) -> ForgetResponse:
+    """The set (a dry run shows each memory's text, to check it; a real forget never does),
+    the receipt and the reason's salt (shown once)."""
+    memories = [
+        ForgottenMemoryOut(
+            id=member.memory.id,
+            status=member.memory.status,
+            type=member.memory.type,
+            content=member.memory.content
+            if outcome.dry_run and member.memory.status not in _TEXT_WITHHELD
+            else None,
+            why=member.why,
+        )
+        for member in outcome.found.members
+    ]
+    return ForgetResponse(
+        dryRun=outcome.dry_run,
+        previewToken=outcome.found.preview_token,
+        memories=memories,
+        eventIds=list(outcome.found.event_ids),
+        receipt=None if outcome.receipt is None else receipt_out(outcome.receipt),
+        reasonSalt=outcome.reason_salt,
+    )
+
+
+def ledger_page(entries: Sequence[LedgerEntry], next_from_seq: int | None) -> LedgerPage:
+    return LedgerPage(entries=[receipt_out(entry) for entry in entries], nextFromSeq=next_from_seq)
+
+
+def receipt_state_out(entry: LedgerEntry, state: str) -> ReceiptStateOut:
+    return ReceiptStateOut.model_validate({**entry.as_served(), "state": state})

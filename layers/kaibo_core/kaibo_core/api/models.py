@@ -16,8 +16,11 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     StringConstraints,
     model_serializer,
+    model_validator,
 )
 
+from kaibo_core.core.forgetting import DEFAULT_MAX_MEMORIES as DEFAULT_FORGET_MEMORIES
+from kaibo_core.core.forgetting import MAX_MEMORIES_LIMIT as MAX_FORGET_MEMORIES
 from kaibo_core.core.limits import (
     DEFAULT_RECALL_BUDGET,
     MAX_EVENTS_PER_BATCH,
@@ -387,3 +390,85 @@ class ProvisionalMemoryOut(WireModel):
     status: str
     type: str
     content: str
+
+
+# --- forget, the deletion ledger, receipts ------------------------------------------------------------
+
+
+class ForgetRequest(RequestModel):
+    """Exactly one selector (``memoryId``, ``query`` or ``stream``), and why."""
+
+    memoryId: str | None = Field(default=None, min_length=1, max_length=128, examples=["mem_01JZ..."])  # noqa: N815
+    query: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_QUESTION_CHARS,
+        description="Memories holding every stem of the query (not any), in any status but forgotten.",
+        examples=["release target"],
+    )
+    stream: StreamName | None = None
+    reason: str = Field(
+        min_length=1,
+        max_length=2000,
+        description="Why (required). Stored only as sha256(reasonSalt || reason); the salt is returned once.",
+    )
+    dryRun: bool = Field(default=False, description="Return the set and a previewToken; change nothing.")  # noqa: N815
+    previewToken: str | None = Field(  # noqa: N815
+        default=None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="From a dry run: the call is refused (409 preview_changed) if the set changed since.",
+    )
+    maxMemories: int | None = Field(  # noqa: N815
+        default=None,
+        ge=1,
+        le=MAX_FORGET_MEMORIES,
+        description=f"Allow a set this large (default limit {DEFAULT_FORGET_MEMORIES}).",
+    )
+
+    @model_validator(mode="after")
+    def _one_selector(self) -> ForgetRequest:
+        chosen = [name for name in ("memoryId", "query", "stream") if getattr(self, name) is not None]
+        if len(chosen) != 1:
+            raise ValueError("give exactly one of memoryId, query, stream")
+        return self
+
+
+class ForgottenMemoryOut(SparseWireModel):
+    id: str
+    status: str = Field(description="The status before this forget (a dry run: its status now).")
+    type: str
+    content: str | None = Field(default=None, description="Shown by a dry run only, to check the set.")
+    why: Literal["match", "older_version", "same_source_event"]
+
+
+class ReceiptOut(WireModel):
+    id: str
+    ledgerSeq: int  # noqa: N815
+    hash: str
+    prevHash: str  # noqa: N815
+    v: int
+    memoryIds: list[str]  # noqa: N815
+    eventIds: list[str]  # noqa: N815
+    reasonDigest: str  # noqa: N815
+    tombstonedAt: str  # noqa: N815
+    purgeAfter: str  # noqa: N815
+
+
+class ForgetResponse(SparseWireModel):
+    dryRun: bool  # noqa: N815
+    previewToken: str  # noqa: N815
+    memories: list[ForgottenMemoryOut]
+    eventIds: list[str]  # noqa: N815
+    receipt: ReceiptOut | None = None
+    reasonSalt: str | None = Field(  # noqa: N815
+        default=None, description="Shown once: with the reason, it reproduces the receipt's reasonDigest."
+    )
+
+
+class LedgerPage(SparseWireModel):
+    entries: list[ReceiptOut]
+    nextFromSeq: int | None = None  # noqa: N815
+
+
+class ReceiptStateOut(ReceiptOut):
+    state: Literal["tombstoned", "purged"]

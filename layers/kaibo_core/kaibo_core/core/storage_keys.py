@@ -97,3 +97,36 @@ PENDING_JOB_SHARDS = 4
 def pending_jobs_partition(shard: int) -> str:
     """Partition key of the PendingJobs index (only jobs not yet done or failed carry it)."""
     return f"pending#{shard}"
+
+
+# --- the deletion ledger ----------------------------------------------------------------------
+
+#: Entry sort keys are the seq in this many digits, so that string order is seq order.
+LEDGER_SEQ_DIGITS = 12
+#: The head sorts after every entry (``h`` > digits): a Query between two padded seqs skips it.
+LEDGER_HEAD_SORT_KEY = "head"
+RECEIPT_SORT_KEY = "r"
+
+
+def ledger_pk(project: ProjectId) -> str:
+    """One partition per project holds its ledger entries and their head."""
+    return f"{project}#ledger"
+
+
+def ledger_sort_key(seq: int) -> str:
+    if not 0 < seq < 10**LEDGER_SEQ_DIGITS:
+        raise ValueError(f"ledger seq {seq} outside 1..{10**LEDGER_SEQ_DIGITS - 1}")
+    return f"{seq:0{LEDGER_SEQ_DIGITS}d}"
+
+
+def ledger_entry_key(project: ProjectId, seq: int) -> dict[str, str]:
+    return {"pk": ledger_pk(project), "sk": ledger_sort_key(seq)}
+
+
+def ledger_head_key(project: ProjectId) -> dict[str, str]:
+    return {"pk": ledger_pk(project), "sk": LEDGER_HEAD_SORT_KEY}
+
+
+def receipt_key(project: ProjectId, receipt_id: str) -> dict[str, str]:
+    """Receipt id → seq pointer; the receipt id comes last (the project never contains ``#``)."""
+    return {"pk": f"{project}#receipt#{receipt_id}", "sk": RECEIPT_SORT_KEY}

@@ -22,6 +22,7 @@ class Settings(BaseModel):
     index_table: str = ""
     admin_key_hash: str = ""
     jobs_table: str = ""
+    ledger_table: str = ""
     structuring_queue_url: str = ""
     #: ``rules`` (default, offline) or ``bedrock`` (docs/structuring-bedrock.md).
     structurer: str = "rules"
@@ -30,6 +31,8 @@ class Settings(BaseModel):
     wait_seconds: float = Field(default=10.0, gt=0, le=25)
     #: The sweeper re-queues jobs still unfinished this long after remember.
     sweep_after_seconds: int = Field(default=120, ge=1)
+    #: A forgotten memory's text is purged this long after forget (the grace window).
+    purge_grace_seconds: int = Field(default=86_400, ge=0)
     #: The SDK speed-ups (``adapters/sdk_speedups``: lean loader, plain items, recall's direct
     #: reads); ``KAIBO_SDK_SPEEDUPS=0`` leaves plain botocore.
     sdk_speedups: bool = True
@@ -45,11 +48,13 @@ class Settings(BaseModel):
             index_table=env.get("KAIBO_INDEX_TABLE", ""),
             admin_key_hash=env.get("KAIBO_ADMIN_KEY_HASH", ""),
             jobs_table=env.get("KAIBO_JOBS_TABLE", ""),
+            ledger_table=env.get("KAIBO_LEDGER_TABLE", ""),
             structuring_queue_url=env.get("KAIBO_STRUCTURING_QUEUE_URL", ""),
             structurer=env.get("KAIBO_STRUCTURER", "rules") or "rules",
             bedrock_model_id=env.get("KAIBO_BEDROCK_MODEL_ID", ""),
             wait_seconds=float(env.get("KAIBO_WAIT_SECONDS", "10") or 10),
             sweep_after_seconds=int(env.get("KAIBO_SWEEP_AFTER_SECONDS", "120") or 120),
+            purge_grace_seconds=int(env.get("KAIBO_PURGE_GRACE_SECONDS", "86400") or 86_400),
             sdk_speedups=env.get("KAIBO_SDK_SPEEDUPS", "1").strip().lower() not in _OFF,
         )
 

@@ -30,7 +30,9 @@ if TYPE_CHECKING:
     from kaibo_core.ports import Structurer
     from kaibo_core.services.admin import AdminService
     from kaibo_core.services.authorization import AuthorizationService
+    from kaibo_core.services.forgetting import ForgetService
     from kaibo_core.services.jobs import JobsService
+    from kaibo_core.services.ledger import LedgerService
     from kaibo_core.services.memories import MemoriesService
     from kaibo_core.services.recall import RecallService
     from kaibo_core.services.remember import RememberService
@@ -153,6 +155,33 @@ def memories_service() -> MemoriesService:
 
 
 @lru_cache(maxsize=1)
+def forget_service() -> ForgetService:
+    from datetime import timedelta
+
+    from kaibo_core.adapters.dynamodb_forget import DynamoForgetStore
+    from kaibo_core.adapters.dynamodb_ledger import DynamoLedgerStore
+    from kaibo_core.core.clock import utc_now
+    from kaibo_core.services.forgetting import ForgetService
+
+    settings = get_settings()
+    return ForgetService(
+        DynamoForgetStore(dynamodb(), settings.memories_table, settings.index_table),
+        event_store(),
+        DynamoLedgerStore(dynamodb(), settings.ledger_table),
+        timedelta(seconds=settings.purge_grace_seconds),
+        utc_now,
+    )
+
+
+@lru_cache(maxsize=1)
+def ledger_service() -> LedgerService:
+    from kaibo_core.adapters.dynamodb_ledger import DynamoLedgerStore
+    from kaibo_core.services.ledger import LedgerService
+
+    return LedgerService(DynamoLedgerStore(dynamodb(), get_settings().ledger_table))
+
+
+@lru_cache(maxsize=1)
 def jobs_service() -> JobsService:
     from kaibo_core.services.jobs import JobsService
 
@@ -226,6 +255,8 @@ def reset() -> None:
         remember_service,
         recall_service,
         memories_service,
+        forget_service,
+        ledger_service,
         jobs_service,
         streams_service,
         admin_service,

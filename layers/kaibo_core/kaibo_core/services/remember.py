@@ -36,6 +36,7 @@ from kaibo_core.core.errors import (
     TooManyRequestsError,
     UnprocessableError,
 )
+from kaibo_core.core.forgetting import FORGOTTEN
 from kaibo_core.core.ids import event_id
 from kaibo_core.core.ids import job_id as new_job_id
 from kaibo_core.core.limits import (
@@ -366,7 +367,7 @@ class RememberService:
         ]
         replayed = [memory.id for memory, was_replayed in drafts if was_replayed]
         try:
-            existing = self._memories.existing_ids(project, replayed) if replayed else set()
+            existing = self._memories.statuses(project, replayed) if replayed else {}
         except Exception as exc:  # acknowledged events must not fail here
             outcome.index_failures.append(exc)
             return
@@ -376,6 +377,9 @@ class RememberService:
             result = results.get(memory.id, False)
             if isinstance(result, Exception):
                 outcome.index_failures.append(result)
+            elif existing.get(memory.id) in FORGOTTEN:
+                # A replayed key of a forgotten event: its text must not come back in the answer.
+                outcome.memories.append(replace(memory, status="tombstoned", content=None))
             else:
                 outcome.memories.append(memory)
 

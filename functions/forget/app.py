@@ -1,0 +1,63 @@
+"""``POST /v1/forget`` (scope ``forget``): resolve the set, append the ledger entry, tombstone at
+once (kaibo_core.services.forgetting, docs/forget.md). Logs carry counts and ids only, never the
+reason or any text."""
+
+# No `from __future__ import annotations`: Powertools reads the route signatures'
+# annotations at run time to validate requests and build the OpenAPI document.
+
+# First of all: no garbage collection until the first invocation has returned (cold_start.py).
+from kaibo_core.runtime import cold_start  # isort: skip
+
+cold_start.pause_collector()
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from kaibo_core.api import mapping
+from kaibo_core.api.models import ForgetRequest, ForgetResponse
+from kaibo_core.runtime import wiring
+from kaibo_core.runtime.http import ERROR_RESPONSES, create_resolver, injected, principal, resolve
+from kaibo_core.runtime.observability import logger, metrics
+from kaibo_core.services.forgetting import ForgetService
+
+app = create_resolver()
+
+
+def forgetting() -> ForgetService:
+    return injected(app, "forget", ForgetService, wiring.forget_service)
+
+
+@app.post(
+    "/v1/forget",
+    summary="Forget memories: tombstone now, purge after the grace window, a receipt in the ledger",
+    responses=ERROR_RESPONSES,
+)
+def forget(request: Annotated[ForgetRequest, Body()]) -> ForgetResponse:
+    project = principal(app).project_with_scope("forget")
+    outcome = forgetting().forget(project, mapping.forget_request(request))
+    logger.info(
+        "forget",
+        extra={
+            "dryRun": outcome.dry_run,
+            "memories": len(outcome.found.members),
+            "events": len(outcome.found.event_ids),
+            "receiptId": outcome.receipt.id if outcome.receipt else None,
+        },
+    )
+    forgotten = 0 if outcome.receipt is None else len(outcome.found.members)
+    metrics.add_metric("MemoriesForgotten", MetricUnit.Count, forgotten)
+    return mapping.forget_response(outcome)
+
+
+@cold_start.resume_collector_after_first_invocation
+@logger.inject_lambda_context(log_event=False)
+@metrics.log_metrics
+def lambda_handler(
+    event: dict[str, Any],
+    context: LambdaContext,
+    forget: ForgetService | None = None,
+) -> dict[str, Any]:
+    return resolve(app, event, context, forget=forget)

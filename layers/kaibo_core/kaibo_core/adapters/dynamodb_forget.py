@@ -1,0 +1,167 @@
+"""Forget's writes in DynamoDB: a memory tombstoned, and its postings out of the index.
+
+Tombstoning is a status change on the memory item (its text stays until purge), conditioned on
+the status it had when read, so a concurrent change (structuring switching it on, retiring it)
+is seen and the tombstone retried over it; a memory already forgotten is left as it is. An event
+that has no provisional memory yet gets a tombstoned one, so that nothing can create it later
+(structuring and remember only ever put a memory item that does not exist).
+
+Removing the postings (``remove_from_index``) takes a memory's terms in the same chunks as
+indexing did, each chunk one transaction that deletes its postings (which must exist) and
+decrements their document frequencies; the last one also decrements the corpus counts and sets
+the memory's ``unindexed`` flag (which must not be set). A chunk is tried on the current side,
+then on the history side (a retired memory's postings moved there chunk by chunk); a chunk found
+on neither side was removed already. So a retry, or a memory unindexed earlier (a replaced
+provisional one), never counts twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Final
+
+from botocore.exceptions import ClientError
+
+from kaibo_core.adapters.dynamodb_memories import memory_item
+from kaibo_core.adapters.dynamodb_structuring import DynamoStructuringStore
+from kaibo_core.adapters.dynamodb_values import key, n, s
+from kaibo_core.core import storage_keys
+from kaibo_core.core.forgetting import FORGOTTEN
+from kaibo_core.core.indexing import TermEntry, memory_terms, plan_index
+from kaibo_core.core.models.memories import MemoryRecord
+from kaibo_core.core.storage_keys import ProjectId
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
+#: A memory whose status keeps changing under the tombstone is retried this often.
+MAX_TOMBSTONE_ATTEMPTS: Final = 8
+_SIDES: Final = ("c", "h")
+
+
+class DynamoForgetStore(DynamoStructuringStore):
+    def tombstone(
+        self,
+        project: ProjectId,
+        memory_id: str,
+        marks: dict[str, str],
+        placeholder: MemoryRecord | None = None,
+    ) -> MemoryRecord | None:
+        """Tombstone ``memory_id``; the memory as it was just before (None: it was forgotten
+        already, or it does not exist and no ``placeholder`` was given).
+
+        ``marks``: ``tombstonedAt``, ``purgeAfter``, ``receiptId`` (stored on the item).
+        """
+        for _ in range(MAX_TOMBSTONE_ATTEMPTS):
+            current = self.get(project, memory_id)
+            if current is None:
+                if placeholder is None or self._put_placeholder(placeholder, marks):
+                    return None
+                continue
+            if current.status in FORGOTTEN:
+                return None
+            if self._flip(project, current, marks):
+                return current
+        raise RuntimeError(f"memory {memory_id} kept changing while it was being forgotten")
+
+    def _flip(self, project: ProjectId, current: MemoryRecord, marks: dict[str, str]) -> bool:
+        try:
+            self._client.update_item(
+                TableName=self._memories,
+                Key=key(storage_keys.memory_key(project, current.id)),
+                UpdateExpression=(
+                    "SET #status = :tombstoned, priorStatus = :prior, tombstonedAt = :at, "
+                    "purgeAfter = :after, receiptId = :receipt"
+                ),
+                ConditionExpression="#status = :prior",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={
+                    ":tombstoned": s("tombstoned"),
+                    ":prior": s(current.status),
+                    ":at": s(marks["tombstonedAt"]),
+                    ":after": s(marks["purgeAfter"]),
+                    ":receipt": s(marks["receiptId"]),
+                },
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def _put_placeholder(self, placeholder: MemoryRecord, marks: dict[str, str]) -> bool:
+        item = memory_item(placeholder, 0)
+        item.update({k: s(v) for k, v in marks.items()})
+        item["unindexed"] = n(1)
+        try:
+            self._client.put_item(
+                TableName=self._memories, Item=item, ConditionExpression="attribute_not_exists(pk)"
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def remove_from_index(self, memory: MemoryRecord) -> None:
+        """Take ``memory``'s postings out of the index (either side) with its counts, exactly once."""
+        if memory.content is None:
+            return  # never indexed (a placeholder) or its text is gone already
+        project = ProjectId(memory.project_id)
+        plan = plan_index(memory.id, memory_terms(memory))
+        chunks = plan.chunks()
+        for number, chunk in enumerate(chunks):
+            last = number == len(chunks) - 1
+            for side in _SIDES:
+                actions = list(self._removal(project, memory, side, chunk, plan.df_shard))
+                if last:
+                    actions.extend(self._unindexed(project, memory, plan.corpus_shard, plan.dl))
+                if self._transact(actions, memory_position=None) == "applied":
+                    break
+
+    def _removal(
+        self, project: ProjectId, memory: MemoryRecord, side: str, chunk: tuple[TermEntry, ...], df_shard: int
+    ) -> Iterator[TransactWriteItemTypeDef]:
+        for entry in chunk:
+            yield self._delete_posting(project, side, entry, memory.id)
+            yield self._count(storage_keys.doc_freq_key(project, entry.term, df_shard), -1)
+
+    def _unindexed(
+        self, project: ProjectId, memory: MemoryRecord, corpus_shard: int, dl: int
+    ) -> list[TransactWriteItemTypeDef]:
+        corpus: dict[str, Any] = {
+            "Update": {
+                "TableName": self._index,
+                "Key": key(storage_keys.corpus_key(project, corpus_shard)),
+                "UpdateExpression": "ADD docs :minus, #terms :dl",
+                "ExpressionAttributeNames": {"#terms": "terms"},
+                "ExpressionAttributeValues": {":minus": n(-1), ":dl": n(-dl)},
+            }
+        }
+        flag = self._update(
+            project, memory.id, "SET unindexed = :yes", "attribute_not_exists(unindexed)", {":yes": n(1)}
+        )
+        return [flag, corpus]  # type: ignore[list-item]
+
+    def memories_with_term(self, project: ProjectId, term: str) -> set[str]:
+        """Every memory posted under ``term``, on either side (all pages: a forget must be complete)."""
+        found: set[str] = set()
+        for side in _SIDES:
+            request: dict[str, Any] = {
+                "TableName": self._index,
+                "KeyConditionExpression": "pk = :pk",
+                "ExpressionAttributeValues": {":pk": s(storage_keys.postings_pk(project, side, term))},
+                "ProjectionExpression": "sk",
+                "ConsistentRead": True,
+            }
+            while True:
+                response = self._client.query(**request)
+                for item in response.get("Items", []):
+                    sort_key = str(item["sk"]["S"])
+                    if not sort_key.startswith("~"):  # ~df#NN: the term's counters, not a posting
+                        found.add(sort_key.split("#", 1)[1])
+                start = response.get("LastEvaluatedKey")
+                if not start:
+                    break
+                request["ExclusiveStartKey"] = start
+        return found

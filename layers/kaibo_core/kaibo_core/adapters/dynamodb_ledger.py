@@ -1,0 +1,308 @@
+"""The deletion ledger in DynamoDB: one table, string keys ``pk`` (HASH) and ``sk`` (RANGE).
+
+Layout (keys built only by kaibo_core.core.storage_keys):
+
+- Entries: ``pk = <project>#ledger``, ``sk = <seq, 12 digits zero-padded>`` (string order is
+  seq order). Attributes in the served shape's camelCase: ``v``, ``projectId``, ``ledgerSeq``
+  (N), ``id`` (the receipt id), ``memoryIds`` and ``eventIds`` (L of S, sorted),
+  ``reasonDigest``, ``tombstonedAt``, ``purgeAfter``, ``prevHash``, ``hash``.
+- Head: same ``pk``, ``sk = head`` (sorts after every entry): ``seq`` (N), ``hash`` (S).
+  Absent until the first append.
+- Receipt pointers: ``pk = <project>#receipt#<receiptId>``, ``sk = r``: ``seq`` (N). A
+  receipt is found by a key built from the caller's project, so another project's receipt
+  id finds nothing.
+
+An append reads the head (strongly consistent) and writes the entry, its receipt pointer
+and the new head in ONE TransactWriteItems, the head conditioned on still being what was
+read (``attribute_not_exists`` for the first entry). Two writers that read the same head
+cannot both commit: the loser re-reads and retries after a jittered wait, so concurrent
+appends get consecutive seqs, with no gap and no duplicate. The entry and the pointer are
+also ``attribute_not_exists``, so nothing is ever overwritten.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from botocore.exceptions import ClientError
+
+from kaibo_core.adapters.dynamodb_values import Item, key, n, s, string_list, strings
+from kaibo_core.core import chain, storage_keys
+from kaibo_core.core.backoff import full_jitter
+from kaibo_core.core.ledger import (
+    LedgerConflictError,
+    LedgerEntry,
+    ReceiptIdTakenError,
+    make_entry,
+    new_receipt_id,
+    records_same_forget,
+)
+from kaibo_core.core.storage_keys import ProjectId
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
+#: Each lost race means another append committed, so N concurrent writers need at most N
+#: attempts each; beyond that, give up and let the caller answer "try again".
+MAX_APPEND_ATTEMPTS: Final = 8
+_BACKOFF_BASE_SECONDS: Final = 0.01
+_BACKOFF_CAP_SECONDS: Final = 0.5
+
+# Positions of the actions in the append transaction (cancellation reasons are positional).
+_ENTRY, _RECEIPT, _HEAD = 0, 1, 2
+_RACE_CODES: Final = frozenset({"ConditionalCheckFailed", "TransactionConflict"})
+_LAST_SORT_KEY: Final = "9" * storage_keys.LEDGER_SEQ_DIGITS
+
+# "hash" is a DynamoDB reserved word: expressions name the head's attributes through these.
+_HEAD_NAMES: Final = {"#seq": "seq", "#hash": "hash"}
+
+
+def entry_item(entry: LedgerEntry) -> Item:
+    return {
+        **key(storage_keys.ledger_entry_key(ProjectId(entry.project_id), entry.seq)),
+        "v": n(entry.v),
+        "projectId": s(entry.project_id),
+        "ledgerSeq": n(entry.seq),
+        "id": s(entry.id),
+        "memoryIds": strings(entry.memory_ids),
+        "eventIds": strings(entry.event_ids),
+        "reasonDigest": s(entry.reason_digest),
+        "tombstonedAt": s(entry.tombstoned_at),
+        "purgeAfter": s(entry.purge_after),
+        "prevHash": s(entry.prev_hash),
+        "hash": s(entry.hash),
+    }
+
+
+def entry_from_item(item: dict[str, Any]) -> LedgerEntry:
+    return LedgerEntry(
+        project_id=item["projectId"]["S"],
+        seq=int(item["ledgerSeq"]["N"]),
+        id=item["id"]["S"],
+        memory_ids=string_list(item.get("memoryIds")),
+        event_ids=string_list(item.get("eventIds")),
+        reason_digest=item["reasonDigest"]["S"],
+        tombstoned_at=item["tombstonedAt"]["S"],
+        purge_after=item["purgeAfter"]["S"],
+        prev_hash=item["prevHash"]["S"],
+        hash=item["hash"]["S"],
+        v=int(item["v"]["N"]),
+    )
+
+
+class DynamoLedgerStore:
+    """Appends to and reads each project's deletion ledger (see the module docstring)."""
+
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        table_name: str,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        max_attempts: int = MAX_APPEND_ATTEMPTS,
+    ) -> None:
+        self._client = client
+        self._table = table_name
+        self._sleep = sleep
+        self._max_attempts = max_attempts
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def append(
+        self,
+        project: ProjectId,
+        *,
+        memory_ids: Sequence[str],
+        event_ids: Sequence[str],
+        reason_digest: str,
+        tombstoned_at: str,
+        purge_after: str,
+        receipt_id: str | None = None,
+    ) -> LedgerEntry:
+        """Chain a new entry onto the head, retrying lost races; LedgerConflictError if they persist.
+
+        ``receipt_id`` (default: a new one) is kept across retries. If it already names an
+        entry of this project, that entry is returned when it records the same forget (a
+        retried call), and ReceiptIdTakenError is raised otherwise.
+        """
+        receipt = receipt_id or new_receipt_id()
+        for attempt in range(self._max_attempts):
+            seq, prev_hash = self.head(project)
+            entry = make_entry(
+                project_id=project,
+                seq=seq + 1,
+                receipt_id=receipt,
+                memory_ids=memory_ids,
+                event_ids=event_ids,
+                reason_digest=reason_digest,
+                tombstoned_at=tombstoned_at,
+                purge_after=purge_after,
+                prev_hash=prev_hash,
+            )
+            outcome = self._try_append(project, entry, expected_seq=seq)
+            if outcome == "appended":
+                return entry
+            if outcome == "receipt_exists":
+                return self._replayed(project, receipt, memory_ids, event_ids, reason_digest)
+            self._sleep(full_jitter(attempt, _BACKOFF_BASE_SECONDS, _BACKOFF_CAP_SECONDS))
+        raise LedgerConflictError(
+            f"ledger append for project {project} lost the race {self._max_attempts} times"
+        )
+
+    def _try_append(self, project: ProjectId, entry: LedgerEntry, *, expected_seq: int) -> str:
+        """One transaction: ``appended``, ``lost_race`` or ``receipt_exists``."""
+        actions: list[TransactWriteItemTypeDef] = [
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": entry_item(entry),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            },
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": {**key(storage_keys.receipt_key(project, entry.id)), "seq": n(entry.seq)},
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            },
+            self._head_action(project, entry, expected_seq),
+        ]
+        try:
+            self._client.transact_write_items(TransactItems=actions)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+                raise
+            return self._classify(exc)
+        return "appended"
+
+    def _head_action(
+        self, project: ProjectId, entry: LedgerEntry, expected_seq: int
+    ) -> TransactWriteItemTypeDef:
+        head_item: Item = {
+            **key(storage_keys.ledger_head_key(project)),
+            "seq": n(entry.seq),
+            "hash": s(entry.hash),
+        }
+        if expected_seq == 0:
+            return {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": head_item,
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            }
+        return {
+            "Put": {
+                "TableName": self._table,
+                "Item": head_item,
+                "ConditionExpression": "#seq = :expected",
+                "ExpressionAttributeNames": {"#seq": "seq"},
+                "ExpressionAttributeValues": {":expected": n(expected_seq)},
+            }
+        }
+
+    @staticmethod
+    def _classify(exc: ClientError) -> str:
+        """Read the positional cancellation reasons: whose condition failed, or a plain conflict."""
+        reasons: list[dict[str, Any]] = list(exc.response.get("CancellationReasons", []))  # type: ignore[arg-type]
+        codes = [reason.get("Code") for reason in reasons]
+        if len(codes) > _RECEIPT and codes[_RECEIPT] == "ConditionalCheckFailed":
+            return "receipt_exists"
+        if any(code in _RACE_CODES for code in codes) and all(
+            code in _RACE_CODES or code in {"None", None} for code in codes
+        ):
+            return "lost_race"  # the head (or the entry at its seq) moved, or a transaction collided
+        raise RuntimeError(f"ledger append cancelled for an unexpected reason: {codes}") from exc
+
+    def _replayed(
+        self,
+        project: ProjectId,
+        receipt_id: str,
+        memory_ids: Sequence[str],
+        event_ids: Sequence[str],
+        reason_digest: str,
+    ) -> LedgerEntry:
+        existing = self.receipt(project, receipt_id)
+        if existing is None or not records_same_forget(existing, memory_ids, event_ids, reason_digest):
+            raise ReceiptIdTakenError(f"receipt {receipt_id} already records another forget")
+        return existing
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def head(self, project: ProjectId) -> tuple[int, str]:
+        """``(seq, hash)`` of the newest entry, strongly consistent; ``(0, genesis)`` if none."""
+        response = self._client.get_item(
+            TableName=self._table,
+            Key=key(storage_keys.ledger_head_key(project)),
+            ConsistentRead=True,
+            ProjectionExpression="#seq, #hash",
+            ExpressionAttributeNames=_HEAD_NAMES,
+        )
+        item = response.get("Item")
+        if not item:
+            return 0, chain.GENESIS_PREV_HASH
+        return int(item["seq"]["N"]), item["hash"]["S"]
+
+    def read(self, project: ProjectId, from_seq: int, limit: int) -> tuple[list[LedgerEntry], int | None]:
+        """Up to ``limit`` entries from ``from_seq`` on, in seq order, and the next ``from_seq`` (or None).
+
+        Asks for one entry more than it returns, so that "no next page" is known exactly rather
+        than guessed from DynamoDB's LastEvaluatedKey (which a full last page also carries).
+        """
+        if limit < 1:
+            raise ValueError("limit must be 1 or more")
+        start = max(from_seq, 1)
+        if start >= 10**storage_keys.LEDGER_SEQ_DIGITS:
+            return [], None
+        items = self._query_entries(project, start, limit + 1)
+        entries = [entry_from_item(item) for item in items]
+        if len(entries) > limit:
+            return entries[:limit], entries[limit - 1].seq + 1
+        return entries, None
+
+    def _query_entries(self, project: ProjectId, start: int, wanted: int) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        exclusive_start: Item | None = None
+        while len(items) < wanted:
+            query: dict[str, Any] = {
+                "TableName": self._table,
+                "KeyConditionExpression": "pk = :pk AND sk BETWEEN :from AND :last",
+                "ExpressionAttributeValues": {
+                    ":pk": s(storage_keys.ledger_pk(project)),
+                    ":from": s(storage_keys.ledger_sort_key(start)),
+                    ":last": s(_LAST_SORT_KEY),
+                },
+                "Limit": wanted - len(items),
+                "ConsistentRead": True,  # a receipt just returned is on the ledger page read next
+            }
+            if exclusive_start:
+                query["ExclusiveStartKey"] = exclusive_start
+            response = self._client.query(**query)
+            items.extend(response.get("Items", []))
+            exclusive_start = response.get("LastEvaluatedKey")
+            if not exclusive_start:
+                break
+        return items
+
+    def receipt(self, project: ProjectId, receipt_id: str) -> LedgerEntry | None:
+        """The entry a receipt id names in this project (strongly consistent), or None."""
+        pointer = self._client.get_item(
+            TableName=self._table,
+            Key=key(storage_keys.receipt_key(project, receipt_id)),
+            ConsistentRead=True,
+        ).get("Item")
+        if not pointer:
+            return None
+        item = self._client.get_item(
+            TableName=self._table,
+            Key=key(storage_keys.ledger_entry_key(project, int(pointer["seq"]["N"]))),
+            ConsistentRead=True,
+        ).get("Item")
+        if not item:
+            return None
+        entry = entry_from_item(item)
+        return entry if entry.id == receipt_id else None

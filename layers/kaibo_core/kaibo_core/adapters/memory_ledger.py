@@ -1,0 +1,84 @@
+"""An in-memory deletion ledger with DynamoLedgerStore's contract, for unit tests and the embedded runtime.
+
+One lock makes each append atomic, so there is never a race to lose: seqs run 1, 2, 3...
+per project with no gap. Entries are built by the same pure code as the DynamoDB store's
+(``kaibo_core.core.ledger.make_entry``), so both hash identically.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from kaibo_core.core import chain
+from kaibo_core.core.ledger import (
+    LedgerEntry,
+    ReceiptIdTakenError,
+    make_entry,
+    new_receipt_id,
+    records_same_forget,
+)
+from kaibo_core.core.storage_keys import ProjectId
+
+
+class InMemoryLedgerStore:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.entries: dict[str, list[LedgerEntry]] = {}
+        self._receipts: dict[tuple[str, str], int] = {}
+
+    def append(
+        self,
+        project: ProjectId,
+        *,
+        memory_ids: Sequence[str],
+        event_ids: Sequence[str],
+        reason_digest: str,
+        tombstoned_at: str,
+        purge_after: str,
+        receipt_id: str | None = None,
+    ) -> LedgerEntry:
+        """Chain a new entry onto the project's head; a known ``receipt_id`` returns its entry."""
+        receipt = receipt_id or new_receipt_id()
+        with self._lock:
+            entries = self.entries.setdefault(project, [])
+            existing = self._receipts.get((project, receipt))
+            if existing is not None:
+                entry = entries[existing - 1]
+                if not records_same_forget(entry, memory_ids, event_ids, reason_digest):
+                    raise ReceiptIdTakenError(f"receipt {receipt} already records another forget")
+                return entry
+            entry = make_entry(
+                project_id=project,
+                seq=len(entries) + 1,
+                receipt_id=receipt,
+                memory_ids=memory_ids,
+                event_ids=event_ids,
+                reason_digest=reason_digest,
+                tombstoned_at=tombstoned_at,
+                purge_after=purge_after,
+                prev_hash=entries[-1].hash if entries else chain.GENESIS_PREV_HASH,
+            )
+            entries.append(entry)
+            self._receipts[(project, receipt)] = entry.seq
+            return entry
+
+    def read(self, project: ProjectId, from_seq: int, limit: int) -> tuple[list[LedgerEntry], int | None]:
+        if limit < 1:
+            raise ValueError("limit must be 1 or more")
+        start = max(from_seq, 1)
+        with self._lock:
+            entries = self.entries.get(project, [])
+            page = entries[start - 1 : start - 1 + limit]
+            more = bool(page) and page[-1].seq < len(entries)
+            return page, (page[-1].seq + 1 if more else None)
+
+    def receipt(self, project: ProjectId, receipt_id: str) -> LedgerEntry | None:
+        with self._lock:
+            seq = self._receipts.get((project, receipt_id))
+            return None if seq is None else self.entries[project][seq - 1]
+
+    def head(self, project: ProjectId) -> tuple[int, str]:
+        with self._lock:
+            entries = self.entries.get(project, [])
+            return (entries[-1].seq, entries[-1].hash) if entries else (0, chain.GENESIS_PREV_HASH)

@@ -1,0 +1,234 @@
+"""forget: resolve the set, write the ledger entry, tombstone at once (docs/forget.md).
+
+1. **Resolve** (reads only): the selector's matches (a memory id; a query, matched by *all* of
+   its stems on either side of the index, superseded and canceled memories included; a stream,
+   every event's provisional memory), closed under older versions and same source events
+   (kaibo_core.core.forgetting). A dry run stops here and returns the set and its token.
+2. **Commit**: the ledger entry (memory ids, event ids, salted reason digest, tombstonedAt,
+   purgeAfter) is appended: from then on the erasure is owed, and the purge finishes it whatever
+   happens to this request.
+3. **Tombstone**: each memory's status becomes ``tombstoned`` (hidden from recall, explain and
+   reads at once; structuring refuses a tombstoned provisional memory), then its postings and
+   counts leave the index. An event of the set without a provisional memory gets a tombstoned
+   one, so nothing can be structured from it later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
+from typing import Final, Protocol
+
+from kaibo_core.core.clock import format_instant
+from kaibo_core.core.errors import ConflictError, NotFoundError, UnprocessableError
+from kaibo_core.core.forgetting import (
+    DEFAULT_MAX_MEMORIES,
+    FORGOTTEN,
+    ForgetMember,
+    ForgetOutcome,
+    ForgetRequest,
+    ForgetSet,
+    Why,
+    older_versions,
+    same_event_memories,
+)
+from kaibo_core.core.ledger import new_reason_salt, reason_digest
+from kaibo_core.core.models.events import EventRecord
+from kaibo_core.core.models.memories import MemoryRecord, SourceEventRef
+from kaibo_core.core.provisional import provisional_memory_id
+from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.core.text import query_terms
+from kaibo_core.ports import DeletionLedger, EventPages
+
+#: Events read per page when a whole stream is forgotten.
+STREAM_PAGE: Final = 1000
+STREAM_PAGE_BYTES: Final = 4 * 1024 * 1024
+
+
+class ForgetStore(Protocol):
+    def get(self, project: ProjectId, memory_id: str) -> MemoryRecord | None: ...
+    def get_many(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, MemoryRecord]: ...
+    def memories_with_term(self, project: ProjectId, term: str) -> set[str]: ...
+    def tombstone(
+        self,
+        project: ProjectId,
+        memory_id: str,
+        marks: dict[str, str],
+        placeholder: MemoryRecord | None = None,
+    ) -> MemoryRecord | None: ...
+    def remove_from_index(self, memory: MemoryRecord) -> None: ...
+
+
+class ForgetService:
+    def __init__(
+        self,
+        memories: ForgetStore,
+        events: EventPages,
+        ledger: DeletionLedger,
+        grace: timedelta,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._memories = memories
+        self._events = events
+        self._ledger = ledger
+        self._grace = grace
+        self._clock = clock
+
+    def forget(self, project: ProjectId, request: ForgetRequest) -> ForgetOutcome:
+        limit = request.max_memories or DEFAULT_MAX_MEMORIES
+        found = self.resolve(project, request, limit)
+        if len(found.members) > limit:
+            raise UnprocessableError(
+                "forget_set_too_large",
+                f"This forget would erase more than {limit} memories; narrow it, or pass maxMemories "
+                "(up to 1000) after a dryRun.",
+                {"maxMemories": limit},
+            )
+        if request.dry_run:
+            return ForgetOutcome(found, dry_run=True)
+        if request.preview_token is not None and request.preview_token != found.preview_token:
+            raise ConflictError(
+                "preview_changed",
+                "The set this forget would erase changed since the dry run that gave previewToken; "
+                "run the dry run again.",
+                {"previewToken": found.preview_token},
+            )
+        if not found.members and not found.event_ids:
+            return ForgetOutcome(found, dry_run=False)
+        return self._commit(project, request.reason, found)
+
+    # -- 1. resolve -------------------------------------------------------------------------------
+
+    def resolve(self, project: ProjectId, request: ForgetRequest, limit: int) -> ForgetSet:
+        placeholders: dict[str, MemoryRecord] = {}
+        if request.memory_id is not None:
+            matches = self._by_id(project, request.memory_id)
+        elif request.query is not None:
+            matches = self._by_query(project, request.query)
+        else:
+            assert request.stream is not None
+            matches, placeholders = self._by_stream(project, request.stream)
+        members = self._closure(project, matches, limit)
+        event_ids = {event for member in members for event in member.memory.source_event_ids}
+        event_ids.update(event for memory in placeholders.values() for event in memory.source_event_ids)
+        return ForgetSet(tuple(members), tuple(sorted(event_ids)), tuple(placeholders.values()))
+
+    def _by_id(self, project: ProjectId, memory_id: str) -> list[MemoryRecord]:
+        memory = self._memories.get(project, memory_id) if memory_id.startswith("mem_") else None
+        if memory is None or memory.status == "staged":
+            raise NotFoundError(
+                "memory_not_found", f"No memory {memory_id!r} in this project.", {"memoryId": memory_id}
+            )
+        return [memory]
+
+    def _by_query(self, project: ProjectId, query: str) -> list[MemoryRecord]:
+        terms = query_terms(query)
+        if not terms:
+            raise UnprocessableError(
+                "invalid_query", "The query has no searchable words.", {"field": "query"}
+            )
+        ids: set[str] | None = None
+        for term in sorted(terms, key=len, reverse=True):  # longer stems are rarer: the set shrinks fast
+            posted = self._memories.memories_with_term(project, term)
+            ids = posted if ids is None else ids & posted
+            if not ids:
+                return []
+        found = self._memories.get_many(project, ids or set())
+        return sorted(found.values(), key=lambda m: m.id)
+
+    def _by_stream(
+        self, project: ProjectId, stream: str
+    ) -> tuple[list[MemoryRecord], dict[str, MemoryRecord]]:
+        events = self._stream_events(project, stream)
+        if not events:
+            raise NotFoundError(
+                "stream_not_found", f"No stream {stream!r} in this project.", {"stream": stream}
+            )
+        wanted = {provisional_memory_id(event.id): event for event in events}
+        found = self._memories.get_many(project, wanted)
+        placeholders = {
+            memory_id: _placeholder(project, event, self._now())
+            for memory_id, event in wanted.items()
+            if memory_id not in found
+        }
+        return sorted(found.values(), key=lambda m: m.id), placeholders
+
+    def _stream_events(self, project: ProjectId, stream: str) -> list[EventRecord]:
+        events: list[EventRecord] = []
+        next_seq: int | None = 1
+        while next_seq is not None:
+            page, next_seq = self._events.page_events(
+                project, stream, next_seq, STREAM_PAGE, STREAM_PAGE_BYTES
+            )
+            events.extend(page)
+        return events
+
+    def _closure(self, project: ProjectId, matches: list[MemoryRecord], limit: int) -> list[ForgetMember]:
+        """The matches and, breadth first, their older versions and same-event memories; at most
+        ``limit + 1`` (enough to refuse a set that is too large)."""
+        members: dict[str, ForgetMember] = {}
+        frontier: list[tuple[MemoryRecord, Why]] = [(memory, "match") for memory in matches]
+        while frontier and len(members) <= limit:
+            wanted: dict[str, Why] = {}
+            for memory, why in frontier:
+                if memory.id in members or memory.status in FORGOTTEN:
+                    continue
+                members[memory.id] = ForgetMember(memory, why)
+                for older in older_versions(memory):
+                    wanted.setdefault(older, "older_version")
+                for same in [*same_event_memories(memory), *_provisional_ids(memory.source_events)]:
+                    wanted.setdefault(same, "same_source_event")
+            todo = [memory_id for memory_id in wanted if memory_id not in members]
+            found = self._memories.get_many(project, todo) if todo else {}
+            frontier = [(found[m], wanted[m]) for m in todo if m in found]
+        return list(members.values())
+
+    # -- 2. and 3. commit and tombstone -------------------------------------------------------------
+
+    def _commit(self, project: ProjectId, reason: str, found: ForgetSet) -> ForgetOutcome:
+        now = self._clock()
+        salt = new_reason_salt()
+        receipt = self._ledger.append(
+            project,
+            memory_ids=[*found.memory_ids, *(m.id for m in found.placeholders)],
+            event_ids=list(found.event_ids),
+            reason_digest=reason_digest(salt, reason),
+            tombstoned_at=format_instant(now),
+            purge_after=format_instant(now + self._grace),
+        )
+        marks = {
+            "tombstonedAt": receipt.tombstoned_at,
+            "purgeAfter": receipt.purge_after,
+            "receiptId": receipt.id,
+        }
+        before = [self._memories.tombstone(project, m.memory.id, marks) for m in found.members]
+        for placeholder in found.placeholders:
+            self._memories.tombstone(project, placeholder.id, marks, placeholder=placeholder)
+        for memory in before:
+            if memory is not None:
+                self._memories.remove_from_index(memory)
+        return ForgetOutcome(found, dry_run=False, receipt=receipt, reason_salt=salt)
+
+    def _now(self) -> str:
+        return format_instant(self._clock())
+
+
+def _provisional_ids(sources: Iterable[SourceEventRef]) -> list[str]:
+    return [provisional_memory_id(ref.event_id) for ref in sources]
+
+
+def _placeholder(project: ProjectId, event: EventRecord, now: str) -> MemoryRecord:
+    """The tombstoned provisional memory of an event that never had one (so none is made later)."""
+    return MemoryRecord(
+        project_id=project,
+        id=provisional_memory_id(event.id),
+        status="tombstoned",
+        type="episode",
+        content=None,
+        valid_from=event.occurred_at,
+        valid_to=None,
+        confidence=0.0,
+        stream=event.stream,
+        source_events=(SourceEventRef(event.id, event.stream, event.seq, event.hash),),
+        created_at=now,
+    )

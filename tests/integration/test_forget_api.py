@@ -1,0 +1,262 @@
+"""forget through the real handlers against the emulator (#16, first part): set resolution, dry
+run and preview token, tombstone at once, the ledger and receipts, scopes and tenancy."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import pytest
+
+from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
+from kaibo_core.core.storage_keys import ProjectId
+from tests.integration.api import Reply, call, project_context
+from tests.integration.test_recall_api import get_memory, recall
+from tests.integration.test_remember_api import message, new_project, remember
+from tests.integration.test_structuring_api import explain, run_structure, take_job_messages
+
+
+def forget(project: str, body: dict[str, Any], scopes: str = "forget read") -> Reply:
+    return call("forget", "POST", "/v1/forget", body=body, context=project_context(project, scopes))
+
+
+def receipt(project: str, receipt_id: str) -> Reply:
+    return call(
+        "memories",
+        "GET",
+        f"/v1/receipts/{receipt_id}",
+        resource="/v1/receipts/{receipt_id}",
+        path_parameters={"receipt_id": receipt_id},
+        context=project_context(project, "read"),
+    )
+
+
+def ledger(project: str, from_seq: int = 1) -> Reply:
+    return call(
+        "memories",
+        "GET",
+        "/v1/ledger",
+        query=[("fromSeq", str(from_seq))],
+        context=project_context(project, "read"),
+    )
+
+
+def remember_structured(stack: Any, project: str, stream: str, *texts: str) -> list[dict[str, Any]]:
+    """Remember each text as its own event and structure it with the rules, in order; the
+    structured memories of each (from its job)."""
+    made = []
+    for number, text in enumerate(texts):
+        reply = remember(project, {"stream": stream, "events": [message(f"{stream}-{number}", text)]})
+        assert reply.status == 202, reply.body
+        job = reply.body["jobId"]
+        run_structure(stack, take_job_messages(stack, {job}), as_deployed=True)
+        made.append(reply.body)
+    return made
+
+
+def memory_ids_of(project: str, remembered: dict[str, Any]) -> list[str]:
+    provisional = remembered["memories"][0]["id"]
+    return [provisional, *get_memory(project, provisional).body["replacedBy"]]
+
+
+def recalled_ids(project: str, question: str, **extra: Any) -> list[str]:
+    reply = recall(project, {"question": question, **extra})
+    assert reply.status == 200, reply.body
+    return [item["memoryId"] for item in reply.body["items"]]
+
+
+def every_item(stack: Any) -> dict[str, list[dict[str, Any]]]:
+    return {
+        name: sorted(stack.dynamodb.scan(TableName=table)["Items"], key=repr)
+        for name, table in stack.tables.items()
+    }
+
+
+def corpus_docs(stack: Any, project: str) -> int:
+    index = DynamoTermIndex(stack.dynamodb, stack.tables["TermIndexTable"], clock=lambda: 0.0)
+    return index.read(ProjectId(project), [], 1, history=False)[1].docs
+
+
+def test_given_an_old_fact_when_forgotten_by_id_then_the_newer_version_from_another_event_stays(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    old, new = remember_structured(
+        handler_env,
+        project,
+        "chat",
+        "The release target is July 13.",
+        "Move the release target from July 13 to July 17.",
+    )
+    old_ids, new_ids = memory_ids_of(project, old), memory_ids_of(project, new)
+    docs_before = corpus_docs(handler_env, project)
+
+    reply = forget(project, {"memoryId": old_ids[1], "reason": "wrong date, entered by mistake"})
+
+    assert reply.status == 200, reply.body
+    assert {m["id"]: m["why"] for m in reply.body["memories"]} == {
+        old_ids[1]: "match",
+        old_ids[0]: "older_version",
+    }
+    assert all("content" not in m for m in reply.body["memories"])  # a real forget never echoes text
+    assert reply.body["eventIds"] == [old["events"][0]["id"]]
+    for memory_id in old_ids:
+        shown = get_memory(project, memory_id).body
+        assert shown["status"] == "tombstoned"
+        assert "content" not in shown
+    newer = [get_memory(project, memory_id).body for memory_id in new_ids[1:]]
+    assert all(memory["status"] == "active" for memory in newer)  # not taken: another event
+    (successor,) = [memory["id"] for memory in newer if old_ids[1] in memory["supersedes"]]
+    chain = explain(project, successor).body["chain"]
+    forgotten_versions = [v for v in chain if v["memoryId"] in old_ids]
+    assert forgotten_versions  # the newer version's history still names them...
+    assert all(v["status"] == "tombstoned" and "content" not in v for v in forgotten_versions)  # ...textless
+    questions: list[tuple[str, dict[str, Any]]] = [
+        ("When is the release target?", {}),
+        ("July 13 release target", {"includeSuperseded": True}),
+        ("release target", {"asOf": "2020-01-01T00:00:00Z", "includeSuperseded": True}),
+    ]
+    for question, extra in questions:
+        assert not set(recalled_ids(project, question, **extra)) & set(old_ids), question
+    assert corpus_docs(handler_env, project) == docs_before - 1  # the structured memory; its
+    # provisional copy was replaced (unindexed) already
+
+
+def test_given_a_forget_then_its_receipt_and_ledger_entry_prove_it(handler_env: Any) -> None:
+    project = new_project()
+    (made,) = remember_structured(handler_env, project, "chat", "My locker code is 4471.")
+    reason = "user asked to erase the locker code"
+
+    reply = forget(project, {"query": "locker code", "reason": reason})
+
+    assert reply.status == 200, reply.body
+    entry, salt = reply.body["receipt"], reply.body["reasonSalt"]
+    assert entry["ledgerSeq"] == 1
+    assert entry["prevHash"] == "00" * 32
+    assert entry["reasonDigest"] == hashlib.sha256(bytes.fromhex(salt) + reason.encode()).hexdigest()
+    assert sorted(entry["memoryIds"]) == sorted(memory_ids_of(project, made))
+    assert entry["eventIds"] == [made["events"][0]["id"]]
+    served = receipt(project, entry["id"])
+    assert served.status == 200
+    assert served.body == {**entry, "state": "tombstoned"}
+    assert ledger(project).body == {"entries": [entry]}
+    assert reason not in repr(every_item(handler_env))  # only its salted digest is stored
+    assert receipt(new_project(), entry["id"]).status == 404  # another project: as if missing
+    assert receipt(project, "rcpt_01JUNKNOWN").status == 404
+
+
+def test_given_a_dry_run_then_nothing_changes_and_a_stale_preview_token_is_refused(handler_env: Any) -> None:
+    project = new_project()
+    remember_structured(
+        handler_env, project, "chat", "Lunch with Dana on Friday.", "Lunch with Omar on Monday."
+    )
+    before = every_item(handler_env)
+
+    dry = forget(project, {"query": "lunch Dana", "reason": "r", "dryRun": True})
+
+    assert dry.status == 200, dry.body
+    assert every_item(handler_env) == before
+    assert "receipt" not in dry.body
+    assert "reasonSalt" not in dry.body
+    assert all("Dana" in m["content"] for m in dry.body["memories"] if m["why"] == "match")  # all stems
+    assert not any("Omar" in m.get("content", "") for m in dry.body["memories"])
+    remember_structured(handler_env, project, "chat-2", "Lunch with Dana moved to the cafe.")
+    stale = forget(project, {"query": "lunch Dana", "reason": "r", "previewToken": dry.body["previewToken"]})
+    assert stale.status == 409
+    assert stale.body["error"]["code"] == "preview_changed"
+    fresh = forget(project, {"query": "lunch Dana", "reason": "r", "dryRun": True})
+    done = forget(project, {"query": "lunch Dana", "reason": "r", "previewToken": fresh.body["previewToken"]})
+    assert done.status == 200
+    assert done.body["receipt"]["memoryIds"] == sorted(m["id"] for m in fresh.body["memories"])
+
+
+def test_given_a_stream_when_forgotten_then_all_of_it_goes_and_nothing_of_another_stream(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    gone = remember_structured(
+        handler_env, project, "private", "My bank PIN is 8812.", "My PIN hint is owls."
+    )
+    kept = remember_structured(handler_env, project, "work", "The PIN pad vendor is Acme.")
+    gone_ids = {m for made in gone for m in memory_ids_of(project, made)}
+
+    reply = forget(project, {"stream": "private", "reason": "erase the private stream"})
+
+    assert reply.status == 200, reply.body
+    assert {m["id"] for m in reply.body["memories"]} == gone_ids
+    assert sorted(reply.body["eventIds"]) == sorted(made["events"][0]["id"] for made in gone)
+    assert get_memory(project, memory_ids_of(project, kept[0])[1]).body["status"] == "active"
+    assert recalled_ids(project, "PIN") == [memory_ids_of(project, kept[0])[1]]
+    assert forget(project, {"stream": "nope", "reason": "r"}).status == 404
+
+
+def test_given_a_set_larger_than_the_limit_then_it_is_refused_unless_max_memories_allows(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    texts = [f"Note {n} about the garden hose." for n in range(3)]
+    remember_structured(handler_env, project, "chat", *texts)
+
+    refused = forget(project, {"query": "garden hose", "reason": "r", "maxMemories": 2})
+    assert refused.status == 422
+    assert refused.body["error"]["code"] == "forget_set_too_large"
+    allowed = forget(project, {"query": "garden hose", "reason": "r", "maxMemories": 6})
+    assert allowed.status == 200
+    assert len(allowed.body["memories"]) == 6  # three provisional, three structured
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"reason": "r"},
+        {"memoryId": "mem_x", "query": "q", "reason": "r"},
+        {"query": "q"},
+        {"query": "q", "reason": ""},
+        {"query": "q", "reason": "r", "dryRun": "yes"},
+        {"query": "q", "reason": "r", "previewToken": "short"},
+        {"query": "q", "reason": "r", "maxMemories": 0},
+        {"query": "q", "reason": "r", "maxMemories": 100_000},
+        {"query": "q", "reason": "r", "extra": 1},
+    ],
+)
+def test_given_a_bad_forget_request_then_422_and_nothing_written(
+    handler_env: Any, body: dict[str, Any]
+) -> None:
+    project = new_project()
+    reply = forget(project, body)
+    assert reply.status == 422, reply.body
+    assert ledger(project).body == {"entries": []}
+
+
+def test_given_keys_without_the_forget_scope_or_another_project_then_refused_or_not_found(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    (made,) = remember_structured(handler_env, project, "chat", "The alarm code is 5150.")
+    memory_id = memory_ids_of(project, made)[1]
+
+    assert forget(project, {"memoryId": memory_id, "reason": "r"}, scopes="read write").status == 403
+    other = forget(new_project(), {"memoryId": memory_id, "reason": "r"})
+    assert other.status == 404
+    assert other.body["error"]["code"] == "memory_not_found"
+    assert get_memory(project, memory_id).body["status"] == "active"
+
+
+def test_given_a_forgotten_event_then_structuring_and_a_replayed_key_bring_nothing_back(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    body = {"stream": "chat", "events": [message("k1", "The safe combination is 31-22-7.")]}
+    first = remember(project, body)
+    job = first.body["jobId"]
+    assert forget(project, {"stream": "chat", "reason": "r"}).status == 200
+
+    run_structure(handler_env, take_job_messages(handler_env, {job}), as_deployed=True)  # arrives late
+    replay = remember(project, body)
+
+    provisional = first.body["memories"][0]["id"]
+    assert get_memory(project, provisional).body["status"] == "tombstoned"
+    assert get_memory(project, provisional).body.get("replacedBy", []) == []
+    assert replay.body["events"][0]["replayed"] is True
+    assert all(m["content"] == "" for m in replay.body["memories"])
+    assert recalled_ids(project, "safe combination") == []

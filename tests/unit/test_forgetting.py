@@ -1,0 +1,55 @@
+"""What a forget takes, decided without I/O (kaibo_core.core.forgetting)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kaibo_core.core.forgetting import older_versions, preview_token, same_event_memories
+from kaibo_core.core.models.memories import MemoryRecord
+
+ids = st.lists(st.from_regex(r"mem_[0-9A-Z]{4}(-[1-9])?", fullmatch=True), max_size=8)
+
+
+@given(ids, ids)
+def test_given_the_same_set_in_any_order_or_with_repeats_then_the_same_token(
+    memories: list[str], events: list[str]
+) -> None:
+    assert preview_token(memories, events) == preview_token(list(reversed(memories)) * 2, sorted(events))
+
+
+def test_given_one_more_or_one_fewer_member_then_another_token() -> None:
+    base = preview_token(["mem_a", "mem_b"], ["evt_a"])
+    assert preview_token(["mem_a"], ["evt_a"]) != base
+    assert preview_token(["mem_a", "mem_b", "mem_c"], ["evt_a"]) != base
+    assert preview_token(["mem_a", "mem_b"], ["evt_a", "evt_b"]) != base
+    assert preview_token(["evt_a"], ["mem_a", "mem_b"]) != base  # memory and event ids are not mixed
+
+
+def memory(**fields: object) -> MemoryRecord:
+    base: dict[str, object] = {
+        "project_id": "prj_1",
+        "id": "mem_B-1",
+        "status": "active",
+        "type": "fact",
+        "content": "x",
+        "valid_from": "2026-06-01T00:00:00.000Z",
+        "valid_to": None,
+        "confidence": 0.8,
+        "stream": "s",
+        "source_events": (),
+        "created_at": "2026-06-01T00:00:00.000Z",
+    }
+    return MemoryRecord(**{**base, **fields})  # type: ignore[arg-type]
+
+
+def test_given_a_structured_memory_then_its_older_versions_are_what_it_supersedes_and_replaces() -> None:
+    structured = memory(supersedes=("mem_A-1",), superseded_by=("mem_C-1",), replaces="mem_B")
+    assert older_versions(structured) == ["mem_A-1", "mem_B"]  # never the newer mem_C-1
+    assert same_event_memories(structured) == []
+
+
+def test_given_a_provisional_memory_then_its_same_event_memories_are_what_replaced_it() -> None:
+    provisional = memory(id="mem_B", status="replaced", replaced_by=("mem_B-1", "mem_B-2"))
+    assert same_event_memories(provisional) == ["mem_B-1", "mem_B-2"]
+    assert older_versions(provisional) == []
