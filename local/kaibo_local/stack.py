@@ -85,6 +85,11 @@ FAKE_AWS = {
 }
 #: Environment variables that override a schedule's rate locally, per function logical id.
 SCHEDULE_OVERRIDES = {"PurgeFunction": "KAIBO_PURGE_INTERVAL_SECONDS"}
+#: Template parameters the local stack takes from its own environment (variable → parameter).
+PARAMETERS_FROM_ENVIRONMENT = {
+    "KAIBO_PURGE_GRACE_SECONDS": "PurgeGraceSeconds",
+    "KAIBO_SWEEP_AFTER_SECONDS": "SweepAfterSeconds",
+}
 #: Schedules after whose every run the data folder is compacted: what a purge erased must leave
 #: the files on disk too, not only the tables in memory.
 COMPACT_AFTER = frozenset({"PurgeFunction"})
@@ -280,7 +285,7 @@ def start_stack(
         specs = function_specs(template)
         for spec in specs:
             os.environ.update(
-                resolve_environment(spec.environment, aws.names, {"AdminKeyHash": aws.admin_hash}, template)
+                resolve_environment(spec.environment, aws.names, _parameters(aws.admin_hash), template)
             )
         # Handlers log JSON to stdout; locally only warnings and errors, unless asked.
         for name in ("POWERTOOLS_LOG_LEVEL", "LOG_LEVEL"):
@@ -377,6 +382,15 @@ class _Resources:
         pending = jobs.pending_before(datetime(9999, 1, 1, tzinfo=UTC), REQUEUE_AT_START_LIMIT)
         queue = SqsJobQueue(self.sqs, self.names["StructuringQueue"])
         return queue.send_many([(job.project, job.job_id) for job in pending])
+
+
+def _parameters(admin_hash: str) -> dict[str, str]:
+    """Template parameters for this run: the admin key's hash, and those set in the environment."""
+    given = {"AdminKeyHash": admin_hash}
+    for variable, parameter in PARAMETERS_FROM_ENVIRONMENT.items():
+        if os.environ.get(variable, "").strip():
+            given[parameter] = os.environ[variable].strip()
+    return given
 
 
 def _wait_warm(pools: list[ContainerPool], cancel: threading.Event | None) -> None:

@@ -68,7 +68,7 @@ EXPECTED_STATUS: dict[str, int] = {
     "get-receipt.json": 200,  # after a real forget: its receipt (id patched in)
 }
 #: Samples of the queue and schedule triggers (not proxy events): structure a job, sweep.
-TRIGGER_SAMPLES = {"structure-jobs.json", "sweep.json"}
+TRIGGER_SAMPLES = {"structure-jobs.json", "sweep.json", "purge.json"}
 #: Error code of each sample expected to fail.
 EXPECTED_ERROR_CODE: dict[str, str] = {"remember-invalid.json": "unknown_kind"}
 #: TOKEN authorizer samples (no status): Allow + context for a live key, Exception("Unauthorized")
@@ -533,3 +533,10 @@ def test_given_the_schedule_sample_then_the_sweeper_runs_and_reports_what_it_req
 ) -> None:
     result = stack.invoke_function(SPECS["SweeperFunction"], load_event("sweep.json"))
     assert result == {"pending": 0, "requeued": 0, "complete": True}
+
+
+def test_given_the_purge_schedule_sample_then_the_purge_runs_and_reports_what_it_erased(
+    stack: LocalStack,
+) -> None:
+    result = stack.invoke_function(SPECS["PurgeFunction"], load_event("purge.json"))
+    assert result == {"entries": 0, "memories": 0, "events": 0, "complete": True}

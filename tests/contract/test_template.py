@@ -111,6 +111,17 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
         ("dynamodb:GetItem", "ProjectsTable"),
         ("bedrock:InvokeModel", "foundation-model/${BedrockModelId}"),
     },
+    "PurgeFunction": {
+        ("dynamodb:Query", "LedgerTable/index/PurgeDue"),
+        ("dynamodb:UpdateItem", "LedgerTable"),
+        ("dynamodb:GetItem", "MemoriesTable"),
+        ("dynamodb:BatchGetItem", "MemoriesTable"),
+        ("dynamodb:PutItem", "MemoriesTable"),
+        ("dynamodb:UpdateItem", "MemoriesTable"),
+        ("dynamodb:UpdateItem", "TermIndexTable"),
+        ("dynamodb:DeleteItem", "TermIndexTable"),
+        ("dynamodb:UpdateItem", "EventsTable"),
+    },
     "SweeperFunction": {
         ("dynamodb:Query", "JobsTable/index/PendingJobs"),
         ("sqs:SendMessage", "StructuringQueue"),

@@ -4,15 +4,25 @@ run and preview token, tombstone at once, the ledger and receipts, scopes and te
 from __future__ import annotations
 
 import hashlib
+import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from kaibo_core.adapters.dynamodb_forget import DynamoForgetStore
 from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
+from kaibo_core.adapters.dynamodb_ledger import DynamoLedgerStore
+from kaibo_core.core.chain import ChainVerifier
+from kaibo_core.core.ledger import LedgerVerifier
 from kaibo_core.core.storage_keys import ProjectId
-from tests.integration.api import Reply, call, project_context
+from kaibo_core.core.text import analyze
+from kaibo_core.runtime import wiring
+from kaibo_core.runtime.settings import get_settings
+from kaibo_core.services.forgetting import ForgetService
+from tests.integration.api import FakeLambdaContext, Reply, call, handler_module, project_context
 from tests.integration.test_recall_api import get_memory, recall
-from tests.integration.test_remember_api import message, new_project, remember
+from tests.integration.test_remember_api import events, message, new_project, remember
 from tests.integration.test_structuring_api import explain, run_structure, take_job_messages
 
 
@@ -260,3 +270,100 @@ def test_given_a_forgotten_event_then_structuring_and_a_replayed_key_bring_nothi
     assert replay.body["events"][0]["replayed"] is True
     assert all(m["content"] == "" for m in replay.body["memories"])
     assert recalled_ids(project, "safe combination") == []
+
+
+# -- the purge ---------------------------------------------------------------------------------------
+
+
+def forget_now(project: str, body: dict[str, Any]) -> Reply:
+    """forget with no grace window: the next purge run erases what it took."""
+    settings = get_settings()
+    service = ForgetService(
+        DynamoForgetStore(wiring.dynamodb(), settings.memories_table, settings.index_table),
+        wiring.event_store(),
+        DynamoLedgerStore(wiring.dynamodb(), settings.ledger_table),
+        timedelta(0),
+        lambda: datetime.now(UTC) - timedelta(seconds=1),
+    )
+    return call(
+        "forget",
+        "POST",
+        "/v1/forget",
+        body=body,
+        context=project_context(project),
+        services={"forget": service},
+    )
+
+
+SCHEDULED_EVENT = {"version": "0", "detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}
+
+
+def run_purge() -> dict[str, Any]:
+    result: dict[str, Any] = handler_module("purge").lambda_handler(SCHEDULED_EVENT, FakeLambdaContext())
+    return result
+
+
+def list_events(project: str, stream: str) -> list[dict[str, Any]]:
+    reply = events(project, stream)
+    assert reply.status == 200, reply.body
+    return list(reply.body["events"])
+
+
+def marker_forms(word: str) -> list[str]:
+    """Every form the pipeline keeps a word in: as written, case-folded, stemmed."""
+    return sorted({word, word.casefold(), *analyze(word)})
+
+
+def residue(stack: Any, forms: list[str]) -> list[str]:
+    """Every stored item (every table, every queue message) holding one of ``forms``."""
+    found: list[str] = []
+    for name, items in every_item(stack).items():
+        for item in items:
+            text = json.dumps(item).casefold()
+            found.extend(f"{name}: {form}" for form in forms if form.casefold() in text)
+    for name, url in stack.queues.items():
+        for queued in stack.sqs.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0
+        ).get("Messages", []):
+            found.extend(f"{name}: {form}" for form in forms if form.casefold() in queued["Body"].casefold())
+    return found
+
+
+def test_given_a_marker_forgotten_and_purged_then_no_table_or_queue_holds_any_form_of_it(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    marker = "Quixotically"  # stems to "quixot": no other test says it
+    forms = marker_forms(marker)
+    made, kept = remember_structured(
+        handler_env,
+        project,
+        "chat",
+        f"The vault phrase is {marker} 9931.",
+        "The vault door is painted green.",
+    )
+    assert recalled_ids(project, marker)
+    assert residue(handler_env, forms)  # the scan finds it before: it can fail
+
+    forgotten = forget_now(project, {"query": marker, "reason": "erase the vault phrase"})
+    assert forgotten.status == 200, forgotten.body
+    first, again = run_purge(), run_purge()
+
+    assert first["entries"] >= 1
+    assert again["entries"] == 0 or again["memories"] == 0  # nothing left owed by this project
+    assert residue(handler_env, forms) == []
+    for memory_id in forgotten.body["receipt"]["memoryIds"]:
+        shown = get_memory(project, memory_id).body
+        assert shown["status"] == "purged"
+        assert "content" not in shown
+    purged_event, kept_event = list_events(project, "chat")
+    assert purged_event["id"] == made["events"][0]["id"]
+    assert purged_event.get("payload") is None
+    assert purged_event.get("salt") is None
+    assert kept_event["payload"]["text"] == "The vault door is painted green."
+    assert receipt(project, forgotten.body["receipt"]["id"]).body["state"] == "purged"
+    assert get_memory(project, memory_ids_of(project, kept)[1]).body["status"] == "active"
+    verified = LedgerVerifier(project)
+    assert [verified.feed(entry) for entry in ledger(project).body["entries"]] == [None]
+    chain = ChainVerifier("chat")
+    assert [chain.feed(e) for e in list_events(project, "chat")] == [None, None]  # still verifies

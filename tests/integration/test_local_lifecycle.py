@@ -39,8 +39,8 @@ START_SECONDS = 120
 #: The issue's bound: after a stop signal, the whole process tree is gone within this.
 STOP_SECONDS = 10.0
 CONTAINERS = 2
-#: Plus one container per queue and schedule of template.yaml (the structuring queue, the sweeper).
-BACKGROUND_CONTAINERS = 2
+#: Plus one container per queue and schedule of template.yaml (structuring queue, sweeper, purge).
+BACKGROUND_CONTAINERS = 3
 ALL_CONTAINERS = CONTAINERS + BACKGROUND_CONTAINERS
 PYTHONPATH = os.pathsep.join(str(REPO / p) for p in ("", "local", "layers/kaibo_core", "clients/python"))
 #: The stack under test: template.yaml with GatedFunction added.

@@ -92,6 +92,16 @@ class DeletionLedger(Protocol):
 
     def head(self, project: ProjectId) -> tuple[int, str]: ...
 
+    def purged_at(self, entry: LedgerEntry) -> str | None: ...
+
+
+class PurgeWorkList(Protocol):
+    """The ledger entries whose purge is owed (across projects), and their completion."""
+
+    def due(self, before: str, limit: int) -> list[LedgerEntry]: ...
+
+    def mark_purged(self, entry: LedgerEntry, purged_at: str) -> None: ...
+
 
 # --- Memories and the term index --------------------------------------------------------------------
 

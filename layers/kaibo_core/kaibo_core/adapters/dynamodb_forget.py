@@ -32,6 +32,7 @@ from kaibo_core.core.models.memories import MemoryRecord
 from kaibo_core.core.storage_keys import ProjectId
 
 if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
 #: A memory whose status keeps changing under the tombstone is retried this often.
@@ -40,6 +41,14 @@ _SIDES: Final = ("c", "h")
 
 
 class DynamoForgetStore(DynamoStructuringStore):
+    """Forget's and the purge's writes; ``events_table`` for the purge's payload erasure."""
+
+    def __init__(
+        self, client: DynamoDBClient, memories_table: str, index_table: str, events_table: str = ""
+    ) -> None:
+        super().__init__(client, memories_table, index_table)
+        self._events = events_table
+
     def tombstone(
         self,
         project: ProjectId,
@@ -165,3 +174,60 @@ class DynamoForgetStore(DynamoStructuringStore):
                     break
                 request["ExclusiveStartKey"] = start
         return found
+
+    # -- purge ------------------------------------------------------------------------------------
+
+    def erase(self, memory: MemoryRecord, purged_at: str) -> None:
+        """A tombstoned memory's text gone: out of the index first (its terms come from its text),
+        the document-frequency counters its terms leave at zero deleted (their keys hold the
+        stems), then content, the stored plan, subject and tags removed, status ``purged``."""
+        project = ProjectId(memory.project_id)
+        if memory.content is not None:
+            self.remove_from_index(memory)
+            plan = plan_index(memory.id, memory_terms(memory))
+            for entry in plan.entries:
+                self._delete_if_zero(storage_keys.doc_freq_key(project, entry.term, plan.df_shard))
+        try:
+            self._client.update_item(
+                TableName=self._memories,
+                Key=key(storage_keys.memory_key(project, memory.id)),
+                UpdateExpression="SET #status = :purged, purgedAt = :at REMOVE content, #plan, subject, tags",
+                ConditionExpression="#status IN (:tombstoned, :purged)",
+                ExpressionAttributeNames={"#status": "status", "#plan": "plan"},
+                ExpressionAttributeValues={
+                    ":purged": s("purged"),
+                    ":tombstoned": s("tombstoned"),
+                    ":at": s(purged_at),
+                },
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            raise RuntimeError(
+                f"memory {memory.id} is not tombstoned: the purge erases nothing else"
+            ) from exc
+
+    def _delete_if_zero(self, item_key: dict[str, str]) -> None:
+        try:
+            self._client.delete_item(
+                TableName=self._index,
+                Key=key(item_key),
+                ConditionExpression="df = :zero",
+                ExpressionAttributeValues={":zero": n(0)},
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+
+    def erase_payload(self, project: ProjectId, stream: str, seq: int) -> None:
+        """An event's payload and salt gone; its header, digest and hash stay (the chain verifies)."""
+        try:
+            self._client.update_item(
+                TableName=self._events,
+                Key=key(storage_keys.event_key(project, stream, seq)),
+                UpdateExpression="REMOVE payload, salt",
+                ConditionExpression="attribute_exists(pk)",
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise

@@ -11,6 +11,9 @@ Layout (keys built only by kaibo_core.core.storage_keys):
 - Receipt pointers: ``pk = <project>#receipt#<receiptId>``, ``sk = r``: ``seq`` (N). A
   receipt is found by a key built from the caller's project, so another project's receipt
   id finds nothing.
+- The purge's work list: an entry not purged yet carries ``duePk = due`` and ``dueSk =
+  <purgeAfter>#<project>#<seq>`` (the sparse ``PurgeDue`` index, oldest first); ``mark_purged``
+  removes them and sets ``purgedAt`` (not hashed: the entry's header never changes).
 
 An append reads the head (strongly consistent) and writes the entry, its receipt pointer
 and the new head in ONE TransactWriteItems, the head conditioned on still being what was
@@ -56,6 +59,10 @@ _ENTRY, _RECEIPT, _HEAD = 0, 1, 2
 _RACE_CODES: Final = frozenset({"ConditionalCheckFailed", "TransactionConflict"})
 _LAST_SORT_KEY: Final = "9" * storage_keys.LEDGER_SEQ_DIGITS
 
+#: The sparse index of entries whose purge is still owed, and its one partition.
+PURGE_DUE_INDEX: Final = "PurgeDue"
+PURGE_DUE_PARTITION: Final = "due"
+
 # "hash" is a DynamoDB reserved word: expressions name the head's attributes through these.
 _HEAD_NAMES: Final = {"#seq": "seq", "#hash": "hash"}
 
@@ -74,6 +81,8 @@ def entry_item(entry: LedgerEntry) -> Item:
         "purgeAfter": s(entry.purge_after),
         "prevHash": s(entry.prev_hash),
         "hash": s(entry.hash),
+        "duePk": s(PURGE_DUE_PARTITION),
+        "dueSk": s(f"{entry.purge_after}#{entry.project_id}#{storage_keys.ledger_sort_key(entry.seq)}"),
     }
 
 
@@ -306,3 +315,36 @@ class DynamoLedgerStore:
             return None
         entry = entry_from_item(item)
         return entry if entry.id == receipt_id else None
+
+    # -- the purge's bookkeeping ------------------------------------------------------------------
+
+    def due(self, before: str, limit: int) -> list[LedgerEntry]:
+        """Entries of every project whose ``purgeAfter`` is before ``before`` and that are not
+        purged yet, oldest first, at most ``limit``."""
+        response = self._client.query(
+            TableName=self._table,
+            IndexName=PURGE_DUE_INDEX,
+            KeyConditionExpression="duePk = :due AND dueSk < :before",
+            ExpressionAttributeValues={":due": s(PURGE_DUE_PARTITION), ":before": s(before)},
+            Limit=limit,
+        )
+        return [entry_from_item(item) for item in response.get("Items", [])]
+
+    def mark_purged(self, entry: LedgerEntry, purged_at: str) -> None:
+        """The purge finished ``entry``: off the work list, ``purgedAt`` set (idempotent)."""
+        self._client.update_item(
+            TableName=self._table,
+            Key=key(storage_keys.ledger_entry_key(ProjectId(entry.project_id), entry.seq)),
+            UpdateExpression="SET purgedAt = if_not_exists(purgedAt, :at) REMOVE duePk, dueSk",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues={":at": s(purged_at)},
+        )
+
+    def purged_at(self, entry: LedgerEntry) -> str | None:
+        item = self._client.get_item(
+            TableName=self._table,
+            Key=key(storage_keys.ledger_entry_key(ProjectId(entry.project_id), entry.seq)),
+            ConsistentRead=True,
+            ProjectionExpression="purgedAt",
+        ).get("Item")
+        return item["purgedAt"]["S"] if item and "purgedAt" in item else None

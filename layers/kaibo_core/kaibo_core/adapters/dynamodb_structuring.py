@@ -197,13 +197,15 @@ class DynamoStructuringStore(DynamoMemoryStore):
         return actions
 
     def abandon_staged(self, project: ProjectId, memory_ids: list[str]) -> None:
-        """Staged memories of a refused commit (their event was forgotten): tombstoned, text removed."""
+        """Staged memories of a refused commit (their event was forgotten): tombstoned. Their text
+        and postings stay until the purge of their event's ledger entry erases them (it needs the
+        text to find the postings)."""
         for memory_id in memory_ids:
             try:
                 self._client.update_item(
                     TableName=self._memories,
                     Key=key(storage_keys.memory_key(project, memory_id)),
-                    UpdateExpression="SET #status = :tombstoned REMOVE content",
+                    UpdateExpression="SET #status = :tombstoned",
                     ConditionExpression="#status = :staged",
                     ExpressionAttributeNames={"#status": "status"},
                     ExpressionAttributeValues={":tombstoned": s("tombstoned"), ":staged": s("staged")},

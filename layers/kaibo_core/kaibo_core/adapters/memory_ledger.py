@@ -26,6 +26,7 @@ class InMemoryLedgerStore:
         self._lock = threading.Lock()
         self.entries: dict[str, list[LedgerEntry]] = {}
         self._receipts: dict[tuple[str, str], int] = {}
+        self.purged: dict[tuple[str, int], str] = {}
 
     def append(
         self,
@@ -82,3 +83,23 @@ class InMemoryLedgerStore:
         with self._lock:
             entries = self.entries.get(project, [])
             return (entries[-1].seq, entries[-1].hash) if entries else (0, chain.GENESIS_PREV_HASH)
+
+    # -- the purge's bookkeeping ------------------------------------------------------------------
+
+    def due(self, before: str, limit: int) -> list[LedgerEntry]:
+        with self._lock:
+            waiting = [
+                entry
+                for entries in self.entries.values()
+                for entry in entries
+                if entry.purge_after < before and (entry.project_id, entry.seq) not in self.purged
+            ]
+        return sorted(waiting, key=lambda e: (e.purge_after, e.project_id, e.seq))[:limit]
+
+    def mark_purged(self, entry: LedgerEntry, purged_at: str) -> None:
+        with self._lock:
+            self.purged.setdefault((entry.project_id, entry.seq), purged_at)
+
+    def purged_at(self, entry: LedgerEntry) -> str | None:
+        with self._lock:
+            return self.purged.get((entry.project_id, entry.seq))

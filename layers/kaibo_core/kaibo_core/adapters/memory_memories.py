@@ -138,7 +138,7 @@ class InMemoryMemoryStore:
             for memory_id in memory_ids:
                 memory = self.memories.get((project, memory_id))
                 if memory is not None and memory.status == "staged":
-                    self.memories[(project, memory_id)] = replace(memory, status="tombstoned", content=None)
+                    self.memories[(project, memory_id)] = replace(memory, status="tombstoned")
 
     def unindex(self, memory: MemoryRecord) -> None:
         plan = plan_index(memory.id, memory_terms(memory))

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from kaibo_core.services.jobs import JobsService
     from kaibo_core.services.ledger import LedgerService
     from kaibo_core.services.memories import MemoriesService
+    from kaibo_core.services.purging import Purger
     from kaibo_core.services.recall import RecallService
     from kaibo_core.services.remember import RememberService
     from kaibo_core.services.streams import StreamsService
@@ -174,6 +175,21 @@ def forget_service() -> ForgetService:
 
 
 @lru_cache(maxsize=1)
+def purger() -> Purger:
+    from kaibo_core.adapters.dynamodb_forget import DynamoForgetStore
+    from kaibo_core.adapters.dynamodb_ledger import DynamoLedgerStore
+    from kaibo_core.core.clock import utc_now
+    from kaibo_core.services.purging import Purger
+
+    settings = get_settings()
+    return Purger(
+        DynamoLedgerStore(dynamodb(), settings.ledger_table),
+        DynamoForgetStore(dynamodb(), settings.memories_table, settings.index_table, settings.events_table),
+        utc_now,
+    )
+
+
+@lru_cache(maxsize=1)
 def ledger_service() -> LedgerService:
     from kaibo_core.adapters.dynamodb_ledger import DynamoLedgerStore
     from kaibo_core.services.ledger import LedgerService
@@ -257,6 +273,7 @@ def reset() -> None:
         memories_service,
         forget_service,
         ledger_service,
+        purger,
         jobs_service,
         streams_service,
         admin_service,

@@ -1,9 +1,8 @@
 """Reading the deletion ledger: its entries in order (``GET /v1/ledger``) and one receipt
 (``GET /v1/receipts/{id}``), with its state.
 
-A receipt is ``tombstoned`` until its ``purgeAfter`` has passed and the purge has run over it,
-then ``purged``. The purge (issue #16's next part) records that it ran on the entry; until it
-exists, every receipt reads ``tombstoned``.
+A receipt is ``tombstoned`` until the purge has erased everything it names (after its
+``purgeAfter``), then ``purged`` (the purge records it on the entry, outside the hashed header).
 """
 
 from __future__ import annotations
@@ -33,4 +32,4 @@ class LedgerService:
             raise NotFoundError(
                 "receipt_not_found", f"No receipt {receipt_id!r} in this project.", {"receiptId": receipt_id}
             )
-        return entry, "tombstoned"
+        return entry, "purged" if self._ledger.purged_at(entry) else "tombstoned"

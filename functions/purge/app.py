@@ -1,0 +1,47 @@
+"""Scheduled: erase every copy of forgotten text whose grace window has passed
+(kaibo_core.services.purging, docs/forget.md). Idempotent and resumable: a run that stops, for
+lack of time or a crash, is finished by the next. Logs carry counts only."""
+
+from __future__ import annotations
+
+# First of all: no garbage collection until the first invocation has returned (cold_start.py).
+from kaibo_core.runtime import cold_start  # isort: skip
+
+cold_start.pause_collector()
+
+from typing import Any, Final
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from kaibo_core.runtime import wiring
+from kaibo_core.runtime.observability import logger, metrics
+from kaibo_core.services.purging import Purger
+
+#: A run stops starting entries when less time than this is left before its timeout.
+TIME_MARGIN_MS: Final = 5_000
+
+
+@cold_start.resume_collector_after_first_invocation
+@logger.inject_lambda_context(log_event=False)
+@metrics.log_metrics
+def lambda_handler(
+    event: dict[str, Any],  # noqa: ARG001
+    context: LambdaContext,
+    purger: Purger | None = None,
+) -> dict[str, Any]:
+    result = (purger or wiring.purger()).run(
+        has_time=lambda: context.get_remaining_time_in_millis() > TIME_MARGIN_MS
+    )
+    metrics.add_metric("MemoriesPurged", MetricUnit.Count, result.memories)
+    log = logger.info if result.complete else logger.warning
+    log(
+        "purged" if result.complete else "purge stopped before its timeout; the next run goes on",
+        extra={"entries": result.entries, "memories": result.memories, "events": result.events},
+    )
+    return {
+        "entries": result.entries,
+        "memories": result.memories,
+        "events": result.events,
+        "complete": result.complete,
+    }
