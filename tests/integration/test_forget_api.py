@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import boto3
 import pytest
 
 from kaibo_core.adapters.dynamodb_forget import DynamoForgetStore
@@ -20,6 +22,7 @@ from kaibo_core.core.text import analyze
 from kaibo_core.runtime import wiring
 from kaibo_core.runtime.settings import get_settings
 from kaibo_core.services.forgetting import ForgetService
+from kaibo_core.services.purging import Purger
 from tests.integration.api import FakeLambdaContext, Reply, call, handler_module, project_context
 from tests.integration.test_recall_api import get_memory, recall
 from tests.integration.test_remember_api import events, message, new_project, remember
@@ -367,3 +370,94 @@ def test_given_a_marker_forgotten_and_purged_then_no_table_or_queue_holds_any_fo
     assert [verified.feed(entry) for entry in ledger(project).body["entries"]] == [None]
     chain = ChainVerifier("chat")
     assert [chain.feed(e) for e in list_events(project, "chat")] == [None, None]  # still verifies
+
+
+class KilledError(Exception):
+    """The purge's process dying at a chosen DynamoDB write (raised before the write is sent)."""
+
+
+def purger_dying_at(stack: Any, write: int | None) -> tuple[Purger, list[str]]:
+    """A purge on its own real client whose ``write``-th write (from 1) dies before it is sent
+    (None: never); and the writes it sent."""
+    client = boto3.client(
+        "dynamodb",
+        endpoint_url=stack.endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    sent: list[str] = []
+
+    def before_call(model: Any, **_: Any) -> None:
+        if model.name in {"UpdateItem", "DeleteItem", "PutItem", "TransactWriteItems"}:
+            if write is not None and len(sent) + 1 == write:
+                raise KilledError(f"killed before write {write} ({model.name})")
+            sent.append(model.name)
+
+    client.meta.events.register("before-call.dynamodb.*", before_call)
+    tables = stack.tables
+    store = DynamoForgetStore(
+        client, tables["MemoriesTable"], tables["TermIndexTable"], tables["EventsTable"]
+    )
+    purger = Purger(DynamoLedgerStore(client, tables["LedgerTable"]), store, lambda: datetime.now(UTC))
+    return purger, sent
+
+
+def word(number: int) -> str:
+    """A word no other test says, different for each number (letters only: it survives stemming)."""
+    letters = "".join(chr(ord("a") + int(d)) for d in str(number))
+    return f"Blorvex{letters}ian"
+
+
+def test_given_a_purge_killed_before_each_of_its_writes_then_the_next_run_finishes_it(
+    handler_env: Any,
+) -> None:
+    def forgotten_project(number: int) -> tuple[str, str, str]:
+        project = new_project()
+        marker = word(number)
+        remember_structured(handler_env, project, "chat", f"The gate code is {marker} 5521.")
+        reply = forget_now(project, {"query": marker, "reason": "r"})
+        assert reply.status == 200, reply.body
+        return project, marker, reply.body["receipt"]["id"]
+
+    run_purge()  # nothing else owed: every write counted below is this project's
+    project, marker, receipt_id = forgotten_project(0)
+    counting, writes = purger_dying_at(handler_env, None)
+    counting.run(has_time=lambda: True)
+    assert len(writes) > 5
+    assert receipt(project, receipt_id).body["state"] == "purged"
+
+    for kill_at in range(1, len(writes) + 1):
+        project, marker, receipt_id = forgotten_project(kill_at)
+        dying, _ = purger_dying_at(handler_env, kill_at)
+        with pytest.raises(KilledError):
+            dying.run(has_time=lambda: True)
+        assert receipt(project, receipt_id).body["state"] == "tombstoned", kill_at  # not done yet
+
+        finishing, _ = purger_dying_at(handler_env, None)
+        finishing.run(has_time=lambda: True)
+
+        assert receipt(project, receipt_id).body["state"] == "purged", kill_at
+        assert residue(handler_env, marker_forms(marker)) == [], kill_at
+        assert ChainVerifier("chat").feed(list_events(project, "chat")[0]) is None
+
+
+def test_given_two_concurrent_forgets_of_overlapping_sets_then_two_chained_entries_and_no_gap(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    remember_structured(
+        handler_env, project, "chat", "Piano lesson with Ana on Monday.", "Piano tuner visits Ana on Friday."
+    )
+    bodies = [{"query": "piano Ana", "reason": "one"}, {"query": "piano", "reason": "two"}]
+    with ThreadPoolExecutor(2) as pool:
+        replies = list(pool.map(lambda body: forget(project, body), bodies))
+
+    assert [reply.status for reply in replies] == [200, 200]
+    entries = ledger(project).body["entries"]
+    assert sorted(entry["ledgerSeq"] for entry in entries) == [1, 2]
+    verifier = LedgerVerifier(project)
+    assert [verifier.feed(entry) for entry in sorted(entries, key=lambda e: e["ledgerSeq"])] == [None, None]
+    named = {memory_id for entry in entries for memory_id in entry["memoryIds"]}
+    assert all(get_memory(project, memory_id).body["status"] == "tombstoned" for memory_id in named)
+    assert recalled_ids(project, "piano") == []
