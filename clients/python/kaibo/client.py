@@ -396,6 +396,61 @@ class KaiboClient:
                 raise KaiboAPIError(200, "invalid_response", f"GET {path}: nextFromSeq does not advance")
             from_seq = next_from
 
+    # -- forget, the deletion ledger, receipts --------------------------------------------------
+
+    def forget(
+        self,
+        *,
+        memory_id: str | None = None,
+        query: str | None = None,
+        stream: str | None = None,
+        reason: str,
+        dry_run: bool = False,
+        preview_token: str | None = None,
+        max_memories: int | None = None,
+    ) -> dict[str, Any]:
+        """POST /v1/forget (scope ``forget``): erase a memory, what a query matches, or a stream.
+
+        Give exactly one of ``memory_id``, ``query``, ``stream`` (ValueError otherwise, before
+        any request). ``dry_run`` returns the set with each memory's content and a
+        ``previewToken``, changing nothing; pass that token back as ``preview_token`` and the
+        real call is refused with ``409 preview_changed`` (KaiboAPIError; ``details`` carries
+        the new token) if the set changed since. The answer of a real call holds the
+        ``receipt`` and the ``reasonSalt``, which is shown once. There is no undo.
+        """
+        selectors = {"memoryId": memory_id, "query": query, "stream": stream}
+        chosen = {name: value for name, value in selectors.items() if value is not None}
+        if len(chosen) != 1:
+            raise ValueError("give exactly one of memory_id, query, stream")
+        body: dict[str, Any] = {**chosen, "reason": reason}
+        if dry_run:
+            body["dryRun"] = True
+        if preview_token is not None:
+            body["previewToken"] = preview_token
+        if max_memories is not None:
+            body["maxMemories"] = max_memories
+        return self._object("POST", "/v1/forget", body)
+
+    def ledger(self, from_seq: int = 1) -> Generator[dict[str, Any], None, None]:
+        """GET /v1/ledger from ``from_seq`` on, following ``nextFromSeq``: the entries, oldest first."""
+        path = "/v1/ledger"
+        while True:
+            page = self._object("GET", path, query={"fromSeq": from_seq})
+            entries = page.get("entries")
+            if not isinstance(entries, list):
+                raise KaiboAPIError(200, "invalid_response", f"GET {path}: 'entries' is not a list")
+            yield from entries
+            next_from = page.get("nextFromSeq")
+            if next_from is None:
+                return
+            if type(next_from) is not int or next_from <= from_seq:
+                raise KaiboAPIError(200, "invalid_response", f"GET {path}: nextFromSeq does not advance")
+            from_seq = next_from
+
+    def receipt(self, receipt_id: str) -> dict[str, Any]:
+        """GET /v1/receipts/{id}: the ledger entry of one forget plus its ``state`` (tombstoned|purged)."""
+        return self._object("GET", f"/v1/receipts/{urllib.parse.quote(receipt_id, safe='')}")
+
     # -- admin (admin key) ---------------------------------------------------------------------
 
     def create_project(self, name: str, time_zone: str | None = None) -> dict[str, Any]:
