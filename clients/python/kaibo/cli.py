@@ -1,8 +1,9 @@
-"""The ``kaibo`` command line: keys, remember, streams, events and verify (docs/cli.md).
+"""The ``kaibo`` command line: keys, remember, recall, forget, streams, events, the deletion
+ledger and verify (docs/cli.md).
 
-Exit codes: 0 success (for ``verify``: every stream verified); 1 ``verify``
-found a broken chain; 2 a usage or configuration error, or the API refused or
-could not be reached.
+Exit codes: 0 success (for ``verify``: everything checked verified); 1 ``verify`` found a
+broken chain or a receipt that does not hold, or ``forget`` was not confirmed; 2 a usage or
+configuration error, or the API refused or could not be reached.
 """
 
 from __future__ import annotations
@@ -18,18 +19,23 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from kaibo.client import KaiboAPIError, KaiboClient, KaiboConnectionError, KaiboError
+from kaibo.ledger_verify import LedgerReport, ReceiptReport, parse_project_id, verify_ledger, verify_receipt
 from kaibo.verify import StreamReport, iter_verify_all, parse_head, verify_stream
 from kaibo_core.core.api_keys import issue_admin_key
 
 EXIT_OK = 0
 EXIT_CHAIN_FAILURE = 1
+EXIT_NOT_CONFIRMED = 1
 EXIT_USAGE = 2
 
 ENV_ENDPOINT = "KAIBO_ENDPOINT"
 ENV_API_KEY = "KAIBO_API_KEY"
 ENV_ADMIN_KEY = "KAIBO_ADMIN_KEY"
+ENV_PROJECT_ID = "KAIBO_PROJECT_ID"
 
 DEFAULT_SCOPES = "read,write"
+#: How much of a memory's content a forget's dry run shows per line.
+PREVIEW_CHARS = 60
 
 
 class UsageError(Exception):
@@ -49,17 +55,17 @@ def _global_options(default: Any) -> argparse.ArgumentParser:
 
 def _add_memory_commands(commands: Any, subparser_globals: argparse.ArgumentParser) -> None:
     memory = commands.add_parser("memory", parents=[subparser_globals], help="one memory by id, as JSON")
-    memory.add_argument("memory_id")
+    memory.add_argument("memory_id", metavar="MEMORY_ID", help="the memory's id (mem_...)")
     memory.set_defaults(handler=_memory)
 
     explain = commands.add_parser(
         "explain", parents=[subparser_globals], help="why a memory is believed: its versions, oldest first"
     )
-    explain.add_argument("memory_id")
+    explain.add_argument("memory_id", metavar="MEMORY_ID", help="the memory's id (mem_...)")
     explain.set_defaults(handler=_explain)
 
     job = commands.add_parser("job", parents=[subparser_globals], help="a structuring job's status, as JSON")
-    job.add_argument("job_id")
+    job.add_argument("job_id", metavar="JOB_ID", help="the job's id (job_...), as remember returned it")
     job.set_defaults(handler=_job)
 
 
@@ -69,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparser_globals = _global_options(argparse.SUPPRESS)
     parser = argparse.ArgumentParser(
         prog="kaibo",
-        description="Kaibo client: manage keys, remember events, verify the hash chains.",
+        description="Kaibo client: manage keys, remember and forget, verify the hash chains and the ledger.",
         parents=[_global_options(None)],
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -78,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_event_commands(commands, subparser_globals)
     _add_recall_command(commands, subparser_globals)
     _add_memory_commands(commands, subparser_globals)
+    _add_forget_commands(commands, subparser_globals)
     _add_verify_command(commands, subparser_globals)
     return parser
 
@@ -100,7 +107,7 @@ def _add_key_commands(commands: Any, subparser_globals: argparse.ArgumentParser)
     )
     create.set_defaults(handler=_keys_create)
     revoke = key_commands.add_parser("revoke", parents=[subparser_globals], help="revoke an API key")
-    revoke.add_argument("key_id", metavar="KEY_ID")
+    revoke.add_argument("key_id", metavar="KEY_ID", help="the key's id (the keyId keys create printed)")
     revoke.set_defaults(handler=_keys_revoke)
 
     admin_key = commands.add_parser(
@@ -113,7 +120,7 @@ def _add_event_commands(commands: Any, subparser_globals: argparse.ArgumentParse
     remember = commands.add_parser(
         "remember", parents=[subparser_globals], help="append one event to a stream"
     )
-    remember.add_argument("--stream", required=True)
+    remember.add_argument("--stream", required=True, help="the stream to append to (created on first use)")
     body = remember.add_mutually_exclusive_group(required=True)
     body.add_argument("--text", help='a message event: payload {"role": ROLE, "text": TEXT}')
     body.add_argument("--event-json", help="the whole event as a JSON object (kind, payload, ...)")
@@ -131,8 +138,8 @@ def _add_event_commands(commands: Any, subparser_globals: argparse.ArgumentParse
     events = commands.add_parser(
         "events", parents=[subparser_globals], help="a stream's events as JSON lines"
     )
-    events.add_argument("--stream", required=True)
-    events.add_argument("--from-seq", type=_positive_int, default=1)
+    events.add_argument("--stream", required=True, help="the stream to list")
+    events.add_argument("--from-seq", type=_positive_int, default=1, help="first seq to list (default 1)")
     events.set_defaults(handler=_events)
 
 
@@ -140,7 +147,7 @@ def _add_recall_command(commands: Any, subparser_globals: argparse.ArgumentParse
     recall = commands.add_parser(
         "recall", parents=[subparser_globals], help="ask a question: cited memories as JSON, or abstain"
     )
-    recall.add_argument("question")
+    recall.add_argument("question", help="the question, in plain words")
     recall.add_argument("--budget", type=_positive_int, default=300, help="token budget (default 300)")
     recall.add_argument("--as-of", help="RFC 3339 instant: answer from what was valid then (default: now)")
     recall.add_argument("--stream", action="append", dest="streams", help="only this stream (repeatable)")
@@ -151,16 +158,89 @@ def _add_recall_command(commands: Any, subparser_globals: argparse.ArgumentParse
 
 def _add_verify_command(commands: Any, subparser_globals: argparse.ArgumentParser) -> None:
     verify = commands.add_parser(
-        "verify", parents=[subparser_globals], help="recompute the hash chains (all streams, or one)"
+        "verify",
+        parents=[subparser_globals],
+        help="recompute the hash chains (all streams, or one), the deletion ledger, or check a receipt",
     )
-    verify.add_argument("--stream", help="verify only this stream")
+    target = verify.add_mutually_exclusive_group()
+    target.add_argument("--stream", help="verify only this stream")
+    target.add_argument(
+        "--ledger", action="store_true", help="verify the project's deletion ledger instead of its streams"
+    )
+    target.add_argument(
+        "--receipt",
+        metavar="RECEIPT_ID",
+        help="check one forget's receipt (rcpt_...): in the ledger, its memories without content, "
+        "its events without payload once purged",
+    )
     verify.add_argument(
         "--expect-head",
         type=_head,
         metavar="SEQ:HASH",
         help="a head printed by an earlier verify: the chain must still contain it (needs --stream)",
     )
+    verify.add_argument(
+        "--pin",
+        type=_head,
+        metavar="SEQ:HASH",
+        help="a ledger head kept from before (an earlier verify --ledger, or a receipt's ledgerSeq:hash): "
+        "the ledger must still contain it (needs --ledger)",
+    )
+    verify.add_argument(
+        "--project",
+        metavar="PRJ",
+        help=f"the project id (prj_...) the ledger's hashes cover, for --ledger and --receipt "
+        f"(default: ${ENV_PROJECT_ID})",
+    )
     verify.set_defaults(handler=_verify)
+
+
+def _add_forget_commands(commands: Any, subparser_globals: argparse.ArgumentParser) -> None:
+    forget = commands.add_parser(
+        "forget",
+        parents=[subparser_globals],
+        help="erase memories for good: a dry run, your confirmation, then a receipt",
+        description="Shows what would be forgotten (a dry run), asks for confirmation, then forgets "
+        "exactly that set and prints the receipt. There is no undo. Needs the forget scope.",
+    )
+    selector = forget.add_mutually_exclusive_group(required=True)
+    selector.add_argument("--memory", metavar="MEMORY_ID", help="forget this memory (and its older versions)")
+    selector.add_argument(
+        "--query", metavar="TEXT", help="forget every memory that holds all the words of TEXT"
+    )
+    selector.add_argument("--stream", metavar="NAME", help="forget everything remembered in this stream")
+    forget.add_argument(
+        "--reason",
+        required=True,
+        help="why (required): the ledger keeps only a salted digest of it, never the text",
+    )
+    forget.add_argument(
+        "--yes", action="store_true", help="do not ask for confirmation (for scripts); the dry run still runs"
+    )
+    forget.add_argument(
+        "--max-memories",
+        type=_positive_int,
+        metavar="N",
+        help="allow a set of up to N memories (default limit 100, at most 1000)",
+    )
+    forget.add_argument(
+        "--json",
+        action="store_true",
+        help="print the API's answer as JSON on stdout (the set and the question go to stderr)",
+    )
+    forget.set_defaults(handler=_forget)
+
+    ledger = commands.add_parser(
+        "ledger", parents=[subparser_globals], help="the deletion ledger's entries as JSON lines"
+    )
+    ledger.add_argument("--from-seq", type=_positive_int, default=1, help="first ledger seq to list (default 1)")
+    ledger.set_defaults(handler=_ledger)
+
+    receipt = commands.add_parser(
+        "receipt", parents=[subparser_globals], help="one forget's receipt and its state, as JSON"
+    )
+    receipt.add_argument("receipt_id", metavar="RECEIPT_ID", help="the receipt's id (rcpt_...), as forget printed it")
+    receipt.set_defaults(handler=_receipt)
 
 
 def _positive_int(text: str) -> int:
