@@ -233,13 +233,17 @@ def _add_forget_commands(commands: Any, subparser_globals: argparse.ArgumentPars
     ledger = commands.add_parser(
         "ledger", parents=[subparser_globals], help="the deletion ledger's entries as JSON lines"
     )
-    ledger.add_argument("--from-seq", type=_positive_int, default=1, help="first ledger seq to list (default 1)")
+    ledger.add_argument(
+        "--from-seq", type=_positive_int, default=1, help="first ledger seq to list (default 1)"
+    )
     ledger.set_defaults(handler=_ledger)
 
     receipt = commands.add_parser(
         "receipt", parents=[subparser_globals], help="one forget's receipt and its state, as JSON"
     )
-    receipt.add_argument("receipt_id", metavar="RECEIPT_ID", help="the receipt's id (rcpt_...), as forget printed it")
+    receipt.add_argument(
+        "receipt_id", metavar="RECEIPT_ID", help="the receipt's id (rcpt_...), as forget printed it"
+    )
     receipt.set_defaults(handler=_receipt)
 
 
@@ -432,6 +436,14 @@ def _report_line(report: StreamReport) -> str:
 def _verify(args: argparse.Namespace) -> int:
     if args.expect_head is not None and args.stream is None:
         raise UsageError("--expect-head needs --stream (a head belongs to one stream)")
+    if args.pin is not None and not args.ledger:
+        raise UsageError("--pin needs --ledger (a receipt is checked against its own seq and hash)")
+    if args.ledger:
+        return _verify_ledger(args)
+    if args.receipt is not None:
+        return _verify_receipt(args)
+    if args.project is not None:
+        raise UsageError("--project goes with --ledger or --receipt")
     client = _client(args)
     checked = failed = 0
     try:
@@ -455,6 +467,216 @@ def _verify(args: argparse.Namespace) -> int:
         return EXIT_CHAIN_FAILURE
     noun = "stream" if checked == 1 else "streams"
     print(f"verified: {checked} {noun} ok" if checked else "verified: no streams yet")
+    return EXIT_OK
+
+
+def _project(args: argparse.Namespace) -> str:
+    value = _setting(args, "project", ENV_PROJECT_ID)
+    if value is None:
+        raise UsageError(
+            f"no project id: the ledger's hashes cover it; pass --project prj_... or set {ENV_PROJECT_ID} "
+            "(`make run` and `kaibo keys create` print it)"
+        )
+    try:
+        return parse_project_id(value)
+    except ValueError as exc:
+        raise UsageError(f"--project: {exc}") from None
+
+
+def _ledger_line(report: LedgerReport) -> str:
+    if report.problem is not None:
+        problem = report.problem
+        return f"FAIL ledger seq {problem.seq}: {problem.code}: {problem.detail}"
+    if report.head.seq == 0:
+        return "ok ledger: 0 entries (no forget yet)"
+    return f"ok ledger: {report.entries_checked} entries, head {report.head.seq}:{report.head.hash}"
+
+
+def _hint_project(report: LedgerReport) -> None:
+    problem = report.problem
+    if problem is not None and problem.seq == 1 and problem.code == "hash_mismatch":
+        print(
+            f"hint: every entry's hash covers the project id; check that {report.project_id} is the "
+            f"project of the API key (--project, ${ENV_PROJECT_ID})",
+            file=sys.stderr,
+        )
+
+
+def _verify_ledger(args: argparse.Namespace) -> int:
+    project = _project(args)
+    report = verify_ledger(_client(args), project, args.pin)
+    print(_ledger_line(report))
+    if report.ok:
+        print("verified: ledger ok")
+        return EXIT_OK
+    _hint_project(report)
+    print("FAILED: the ledger failed verification")
+    return EXIT_CHAIN_FAILURE
+
+
+def _receipt_summary(report: ReceiptReport) -> str:
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(report.memory_statuses.items()))
+    noun = "memory" if report.memories_checked == 1 else "memories"
+    memories = f"{report.memories_checked} {noun} without content" + (f" ({counts})" if counts else "")
+    if report.state == "purged":
+        events = f"{report.events_checked} events without payload or salt"
+    else:
+        events = f"events keep their payloads until the purge (purgeAfter {report.purge_after})"
+    return f"verified: receipt {report.receipt_id}: state {report.state}; {memories}; {events}"
+
+
+def _verify_receipt(args: argparse.Namespace) -> int:
+    project = _project(args)
+    report = verify_receipt(_client(args), project, args.receipt)
+    ledger = report.ledger
+    if ledger is not None and ledger.ok:
+        print(
+            f"ok ledger: {ledger.entries_checked} entries up to the receipt, head {ledger.head.seq}:{ledger.head.hash}"
+        )
+    for failure in report.failures:
+        print(f"FAIL {failure}")
+    for note in report.notes:
+        print(f"note: {note}")
+    if report.ok:
+        print(_receipt_summary(report))
+        return EXIT_OK
+    if ledger is not None:
+        _hint_project(ledger)
+    noun = "check" if len(report.failures) == 1 else "checks"
+    print(f"FAILED: receipt {report.receipt_id}: {len(report.failures)} {noun} failed")
+    return EXIT_CHAIN_FAILURE
+
+
+def _ledger(args: argparse.Namespace) -> int:
+    for entry in _client(args).ledger(from_seq=args.from_seq):
+        print(json.dumps(entry, ensure_ascii=False))
+    return EXIT_OK
+
+
+def _receipt(args: argparse.Namespace) -> int:
+    _print_json(_client(args).receipt(args.receipt_id))
+    return EXIT_OK
+
+
+# -- forget --------------------------------------------------------------------------------------
+
+
+def _plain(value: Any) -> str:
+    """A served value safe to print on a terminal: no control characters (escape sequences)."""
+    return "".join(char if char.isprintable() else "?" for char in str(value))
+
+
+def _preview(content: Any) -> str:
+    if not isinstance(content, str):
+        return "(no content)"
+    text = " ".join(content.split())
+    if len(text) > PREVIEW_CHARS:
+        text = text[: PREVIEW_CHARS - 1] + "…"
+    return json.dumps(text, ensure_ascii=False)  # quoted, control characters escaped
+
+
+def _forget_set(answer: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any]]:
+    memories, event_ids = answer.get("memories"), answer.get("eventIds", [])
+    if not isinstance(memories, list) or not all(isinstance(m, dict) for m in memories):
+        raise KaiboAPIError(200, "invalid_response", "POST /v1/forget: 'memories' is not a list of objects")
+    if not isinstance(event_ids, list):
+        raise KaiboAPIError(200, "invalid_response", "POST /v1/forget: 'eventIds' is not a list")
+    return memories, event_ids
+
+
+def _memories_noun(count: int) -> str:
+    return "memory" if count == 1 else "memories"
+
+
+def _print_forget_set(memories: list[dict[str, Any]], event_ids: list[Any], out: TextIO) -> None:
+    for memory in memories:
+        print(
+            f"{_plain(memory.get('id'))}  {_plain(memory.get('status')):<11} {_plain(memory.get('why')):<17} "
+            f"{_preview(memory.get('content'))}",
+            file=out,
+        )
+    events = f", and the payloads of {len(event_ids)} events purged" if event_ids else ""
+    print(f"{len(memories)} {_memories_noun(len(memories))} would be forgotten{events}.", file=out)
+
+
+def _confirmed(count: int) -> bool:
+    this = "this" if count == 1 else "these"
+    print(
+        f"Forget {this} {count} {_memories_noun(count)}? This cannot be undone. [y/N] ",
+        end="",
+        file=sys.stderr,
+        flush=True,
+    )
+    answer = sys.stdin.readline()
+    if not answer.endswith("\n"):
+        print(file=sys.stderr)  # end the question's line when stdin ended without one
+    return answer.strip().lower() in ("y", "yes")
+
+
+def _forget(args: argparse.Namespace) -> int:
+    client = _client(args)
+    selector: dict[str, Any] = {"memory_id": args.memory, "query": args.query, "stream": args.stream}
+    out = sys.stderr if args.json else sys.stdout  # for people; --json keeps stdout for the answer
+    try:
+        preview = client.forget(**selector, reason=args.reason, dry_run=True, max_memories=args.max_memories)
+    except KaiboAPIError as exc:
+        if exc.code == "forget_set_too_large":
+            _print_error(exc)
+            print("hint: narrow the selection, or allow a larger set with --max-memories N", file=sys.stderr)
+            return EXIT_USAGE
+        raise
+    memories, event_ids = _forget_set(preview)
+    if not memories and not event_ids:
+        print("nothing to forget", file=out)
+        if args.json:
+            _print_json(preview)
+        return EXIT_OK
+    _print_forget_set(memories, event_ids, out)
+    if not args.yes and not _confirmed(len(memories)):
+        print("not confirmed: nothing was forgotten", file=sys.stderr)
+        return EXIT_NOT_CONFIRMED
+    token = preview.get("previewToken")
+    if not isinstance(token, str):
+        raise KaiboAPIError(200, "invalid_response", "POST /v1/forget: the dry run answered no previewToken")
+    try:
+        answer = client.forget(
+            **selector, reason=args.reason, preview_token=token, max_memories=args.max_memories
+        )
+    except KaiboAPIError as exc:
+        if exc.code == "preview_changed":
+            print(
+                "error: preview_changed: the set changed since the dry run (memories were remembered, "
+                "structured or forgotten meanwhile), so nothing was forgotten. Run the command again "
+                "to see the new set.",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+        raise
+    return _print_forgotten(answer, args.json)
+
+
+def _print_forgotten(answer: dict[str, Any], as_json: bool) -> int:
+    receipt, salt = answer.get("receipt"), answer.get("reasonSalt")
+    if as_json:
+        _print_json(answer)
+    if not isinstance(receipt, dict):
+        print("nothing was forgotten: the set was empty by the time of the call", file=sys.stderr)
+        return EXIT_OK
+    if not as_json:
+        memories, event_ids = _forget_set(answer)
+        print(
+            f"forgotten: {len(memories)} {_memories_noun(len(memories))} tombstoned, the payloads of "
+            f"{len(event_ids)} events purged after {_plain(receipt.get('purgeAfter'))}"
+        )
+        print("receipt:")
+        _print_json(receipt)
+        print(f"reasonSalt: {_plain(salt)}")
+    print(
+        "warning: the reasonSalt is shown once and Kaibo does not keep it: with the reason, it "
+        "reproduces the receipt's reasonDigest. Store it now, with the receipt.",
+        file=sys.stderr,
+    )
+    print(f"check the erasure any time: kaibo verify --receipt {_plain(receipt.get('id'))}", file=sys.stderr)
     return EXIT_OK
 
 

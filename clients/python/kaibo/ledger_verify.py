@@ -248,7 +248,9 @@ class _ReceiptCheck:
             if status != "tombstoned":
                 self.fail(subject, "not_forgotten", f"it reads {status!r}, not tombstoned or purged")
             elif state == "purged":
-                self.fail(subject, "not_purged", "it still reads 'tombstoned', but the receipt reads 'purged'")
+                self.fail(
+                    subject, "not_purged", "it still reads 'tombstoned', but the receipt reads 'purged'"
+                )
             elif due:
                 pending.append(memory_id)
         if pending:
