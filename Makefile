@@ -8,6 +8,7 @@
 #   make bench    benchmarks (tables, not tests): bench/remember.py; QUICK=1 for a short run
 #   make bench-recall-quality   recall quality on LoCoMo next to a BM25 reference (bench/recall_quality.py)
 #   make bench-recall-cost  recall's reads, read units, CPU and hit rate at 1k/10k/100k memories (QUICK=1, PROFILE=1)
+#   make bench-forget  forget latency by set size, purge write cost per message, recall with a tenth forgotten (QUICK=1)
 #   make bench-local-stack  the local stack as users run it (python -m kaibo_local over HTTP): appends/s, recall, durability, disk, start (QUICK=1)
 #   make bench-structuring  structuring quality (scenarios, LoCoMo) and cost per event (bench/structuring_eval.py; QUICK=1)
 #   make build    sam build, no container (python3.11 on PATH)
@@ -72,6 +73,10 @@ bench-recall-quality: $(VENV)/.bench-installed
 .PHONY: bench-recall-cost
 bench-recall-cost: venv
 	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) bench/recall_cost.py $(if $(QUICK),--quick,) $(if $(PROFILE),--profile,) $(BENCH_ARGS)
+
+.PHONY: bench-forget
+bench-forget: venv
+	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) bench/forget.py $(if $(QUICK),--quick,) $(BENCH_ARGS)
 
 .PHONY: bench-local-stack
 bench-local-stack: venv

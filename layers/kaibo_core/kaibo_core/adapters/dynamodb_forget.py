@@ -17,17 +17,19 @@ provisional one), never counts twice.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import ClientError
 
+from kaibo_core.adapters.aws import io_pool
 from kaibo_core.adapters.dynamodb_memories import memory_item
 from kaibo_core.adapters.dynamodb_structuring import DynamoStructuringStore
 from kaibo_core.adapters.dynamodb_values import key, n, s
 from kaibo_core.core import storage_keys
 from kaibo_core.core.forgetting import FORGOTTEN
-from kaibo_core.core.indexing import TermEntry, memory_terms, plan_index
+from kaibo_core.core.indexing import DF_SHARDS, TermEntry, memory_terms, plan_index, shard_of
 from kaibo_core.core.models.memories import MemoryRecord
 from kaibo_core.core.storage_keys import ProjectId
 
@@ -49,18 +51,44 @@ class DynamoForgetStore(DynamoStructuringStore):
         super().__init__(client, memories_table, index_table)
         self._events = events_table
 
+    def tombstone_many(
+        self, project: ProjectId, memories: Sequence[MemoryRecord], marks: dict[str, str]
+    ) -> list[MemoryRecord | None]:
+        """``tombstone`` for each memory (as read a moment ago: tried first without a read), in
+        parallel; each result in order."""
+        calls = [partial(self.tombstone, project, memory.id, marks, read=memory) for memory in memories]
+        return list(_in_parallel(calls))
+
+    def remove_many_from_index(self, memories: Sequence[MemoryRecord]) -> None:
+        """``remove_from_index`` for each memory: those of one counter shard one after another
+        (they share document-frequency items, and two transactions on one item cancel each
+        other), the shards in parallel."""
+        _in_parallel([partial(_each, self.remove_from_index, group) for group in _by_df_shard(memories)])
+
+    def erase_many(self, memories: Sequence[MemoryRecord], purged_at: str) -> None:
+        """``erase`` for each memory, grouped by counter shard like ``remove_many_from_index``."""
+        erase = partial(self._erase_at, purged_at)
+        _in_parallel([partial(_each, erase, group) for group in _by_df_shard(memories)])
+
+    def _erase_at(self, purged_at: str, memory: MemoryRecord) -> None:
+        self.erase(memory, purged_at)
+
     def tombstone(
         self,
         project: ProjectId,
         memory_id: str,
         marks: dict[str, str],
         placeholder: MemoryRecord | None = None,
+        read: MemoryRecord | None = None,
     ) -> MemoryRecord | None:
         """Tombstone ``memory_id``; the memory as it was just before (None: it was forgotten
-        already, or it does not exist and no ``placeholder`` was given).
+        already, or it does not exist and no ``placeholder`` was given). ``read``: the memory as
+        read a moment ago, tried first (one request instead of two when nothing changed since).
 
         ``marks``: ``tombstonedAt``, ``purgeAfter``, ``receiptId`` (stored on the item).
         """
+        if read is not None and read.status not in FORGOTTEN and self._flip(project, read, marks):
+            return read
         for _ in range(MAX_TOMBSTONE_ATTEMPTS):
             current = self.get(project, memory_id)
             if current is None:
@@ -117,6 +145,8 @@ class DynamoForgetStore(DynamoStructuringStore):
         if memory.content is None:
             return  # never indexed (a placeholder) or its text is gone already
         project = ProjectId(memory.project_id)
+        if self._already_unindexed(project, memory.id):
+            return  # a replaced provisional memory, or a retry: one read instead of failed transactions
         plan = plan_index(memory.id, memory_terms(memory))
         chunks = plan.chunks()
         for number, chunk in enumerate(chunks):
@@ -127,6 +157,15 @@ class DynamoForgetStore(DynamoStructuringStore):
                     actions.extend(self._unindexed(project, memory, plan.corpus_shard, plan.dl))
                 if self._transact(actions, memory_position=None) == "applied":
                     break
+
+    def _already_unindexed(self, project: ProjectId, memory_id: str) -> bool:
+        item = self._client.get_item(
+            TableName=self._memories,
+            Key=key(storage_keys.memory_key(project, memory_id)),
+            ConsistentRead=True,
+            ProjectionExpression="unindexed",
+        ).get("Item")
+        return bool(item and "unindexed" in item)
 
     def _removal(
         self, project: ProjectId, memory: MemoryRecord, side: str, chunk: tuple[TermEntry, ...], df_shard: int
@@ -231,3 +270,24 @@ class DynamoForgetStore(DynamoStructuringStore):
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
+
+
+def _by_df_shard(memories: Sequence[MemoryRecord]) -> list[list[MemoryRecord]]:
+    groups: dict[int, list[MemoryRecord]] = {}
+    for memory in memories:
+        groups.setdefault(shard_of(memory.id, DF_SHARDS), []).append(memory)
+    return list(groups.values())
+
+
+def _each(action: Callable[[MemoryRecord], None], memories: Sequence[MemoryRecord]) -> None:
+    for memory in memories:
+        action(memory)
+
+
+def _in_parallel(calls: Sequence[Callable[[], Any]]) -> list[Any]:
+    """Run ``calls`` on the I/O pool; their results in order (the first error is raised)."""
+    if len(calls) <= 1:
+        return [call() for call in calls]
+    pool = io_pool()  # shared by the whole invocation: never shut down here
+    futures = [pool.submit(call) for call in calls]
+    return [future.result() for future in futures]

@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Final, Protocol
 
@@ -56,7 +56,10 @@ class ForgetStore(Protocol):
         marks: dict[str, str],
         placeholder: MemoryRecord | None = None,
     ) -> MemoryRecord | None: ...
-    def remove_from_index(self, memory: MemoryRecord) -> None: ...
+    def tombstone_many(
+        self, project: ProjectId, memories: Sequence[MemoryRecord], marks: dict[str, str]
+    ) -> list[MemoryRecord | None]: ...
+    def remove_many_from_index(self, memories: Sequence[MemoryRecord]) -> None: ...
 
 
 class ForgetService:
@@ -201,12 +204,10 @@ class ForgetService:
             "purgeAfter": receipt.purge_after,
             "receiptId": receipt.id,
         }
-        before = [self._memories.tombstone(project, m.memory.id, marks) for m in found.members]
+        before = self._memories.tombstone_many(project, [m.memory for m in found.members], marks)
         for placeholder in found.placeholders:
             self._memories.tombstone(project, placeholder.id, marks, placeholder=placeholder)
-        for memory in before:
-            if memory is not None:
-                self._memories.remove_from_index(memory)
+        self._memories.remove_many_from_index([memory for memory in before if memory is not None])
         return ForgetOutcome(found, dry_run=False, receipt=receipt, reason_salt=salt)
 
     def _now(self) -> str:

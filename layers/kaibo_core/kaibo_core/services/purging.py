@@ -19,7 +19,7 @@ no harm. Nothing that is not named by a due entry (or staged from its events) is
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
@@ -46,7 +46,7 @@ class PurgeStore(Protocol):
         marks: dict[str, str],
         placeholder: MemoryRecord | None = None,
     ) -> MemoryRecord | None: ...
-    def erase(self, memory: MemoryRecord, purged_at: str) -> None: ...
+    def erase_many(self, memories: Sequence[MemoryRecord], purged_at: str) -> None: ...
     def erase_payload(self, project: ProjectId, stream: str, seq: int) -> None: ...
 
 
@@ -86,9 +86,7 @@ class Purger:
         for memory in targets:
             if memory.status not in FORGOTTEN:  # a forget that died after its ledger entry
                 self._store.tombstone(project, memory.id, marks)
-        for memory in targets:
-            if memory.status != "purged":
-                self._store.erase(memory, now)
+        self._store.erase_many([memory for memory in targets if memory.status != "purged"], now)
         cited = {ref.event_id: (ref.stream, ref.seq) for m in found.values() for ref in m.source_events}
         payloads = 0
         for event_id in entry.event_ids:
