@@ -26,7 +26,7 @@ from kaibo_core.services.purging import Purger
 from tests.integration.api import FakeLambdaContext, Reply, call, handler_module, project_context
 from tests.integration.test_recall_api import get_memory, recall
 from tests.integration.test_remember_api import events, message, new_project, remember
-from tests.integration.test_structuring_api import explain, run_structure, take_job_messages
+from tests.integration.test_structuring_api import explain, get_job, run_structure, take_job_messages
 
 
 def forget(project: str, body: dict[str, Any], scopes: str = "forget read") -> Reply:
@@ -461,3 +461,32 @@ def test_given_two_concurrent_forgets_of_overlapping_sets_then_two_chained_entri
     named = {memory_id for entry in entries for memory_id in entry["memoryIds"]}
     assert all(get_memory(project, memory_id).body["status"] == "tombstoned" for memory_id in named)
     assert recalled_ids(project, "piano") == []
+
+
+def test_given_a_purged_event_then_a_redelivered_or_swept_job_message_makes_nothing(handler_env: Any) -> None:
+    project = new_project()
+    reply = remember(
+        project, {"stream": "chat", "events": [message("k1", "The attic key is under the Plover mat.")]}
+    )
+    job = reply.body["jobId"]
+    messages = take_job_messages(handler_env, {job})  # held back: forgotten and purged unstructured
+    forgotten = forget_now(project, {"stream": "chat", "reason": "r"})
+    run_purge()
+    assert receipt(project, forgotten.body["receipt"]["id"]).body["state"] == "purged"
+    before = every_item(handler_env)
+
+    run_structure(handler_env, messages, as_deployed=True)  # the message arrives at last
+    handler_env.sqs.send_message(
+        QueueUrl=handler_env.queues["StructuringQueue"], MessageBody=messages[0]["Body"]
+    )
+    run_structure(
+        handler_env, take_job_messages(handler_env, {job}), as_deployed=True
+    )  # as the sweeper sends it
+
+    after = every_item(handler_env)
+    assert {k: v for k, v in after.items() if k != "JobsTable"} == {
+        k: v for k, v in before.items() if k != "JobsTable"
+    }  # nothing made, nothing written back: only the job moved on
+    assert residue(handler_env, marker_forms("Plover")) == []
+    assert get_job(project, job).body["status"] == "done"
+    assert get_job(project, job).body["memoryIds"] == []
