@@ -3,6 +3,8 @@
 The stub serves chains built by the service's own chain code, pages them
 (``limit`` and ``nextFromSeq``, at most 3 events a page) and checks the bearer
 key. Tests then tamper with what it serves and read the CLI's exit code and output.
+It also serves a deletion ledger built by the service's ledger code (2 entries a page),
+receipts, memories and a scripted ``POST /v1/forget``: tests/integration/test_cli_forget.py.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import subprocess
 import sys
 import threading
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -25,6 +28,7 @@ from kaibo_core.api.mapping import stored_event
 from kaibo_core.core import chain
 from kaibo_core.core.api_keys import admin_key_hash, is_admin_key
 from kaibo_core.core.clock import format_instant
+from kaibo_core.core.ledger import make_entry, reason_digest
 from kaibo_core.core.models.events import EventRecord, StreamHead
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.services.remember import PlannedEvent, chain_records
@@ -34,6 +38,9 @@ API_KEY = "kb_0123456789abcdef_" + "s" * 43
 ADMIN_KEY = "kb_admin_" + "a" * 43
 WRONG_KEY = "kb_fedcba9876543210_" + "w" * 43
 PAGE_CAP = 3
+LEDGER_PAGE_CAP = 2
+REASON_SALT = "5a" * 16
+FAR_FUTURE = "2999-01-01T00:00:00.000Z"
 CHAT = "chat-42"
 NOTES = "notes:2026.06"  # needs URL quoting, and has a purged event
 
@@ -56,6 +63,45 @@ class Stub:
     fail_with: tuple[int, bytes] | None = None
     redirect_to: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # The deletion ledger, receipts and memories, as served (tamperable).
+    ledger: list[dict[str, Any]] = field(default_factory=list)
+    receipts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    memories: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # What POST /v1/forget resolves any selector to: the memories (with content) and event ids.
+    forget_set: list[dict[str, Any]] = field(default_factory=list)
+    forget_event_ids: list[str] = field(default_factory=list)
+    preview_token: str = "7e" * 32
+    change_set_after_dry_run: bool = False  # the next real call then answers 409 preview_changed
+
+    def append_entry(
+        self,
+        memory_ids: Iterable[str],
+        event_ids: Iterable[str],
+        *,
+        tombstoned_at: str = "2026-06-03T10:00:00.000Z",
+        purge_after: str = "2026-06-04T10:00:00.000Z",
+        reason: str = "user asked to erase it",
+        state: str = "tombstoned",
+    ) -> dict[str, Any]:
+        """Append a ledger entry (chained onto the last served one) and serve its receipt."""
+        seq = len(self.ledger) + 1
+        entry = make_entry(
+            project_id=PROJECT,
+            seq=seq,
+            receipt_id=f"rcpt_01JTESTE2E{seq:016d}",
+            memory_ids=memory_ids,
+            event_ids=event_ids,
+            reason_digest=reason_digest(REASON_SALT, reason),
+            tombstoned_at=tombstoned_at,
+            purge_after=purge_after,
+            prev_hash=self.ledger[-1]["hash"] if self.ledger else chain.GENESIS_PREV_HASH,
+        ).as_served()
+        self.ledger.append(entry)
+        self.receipts[entry["id"]] = {**entry, "state": state}
+        return entry
+
+    def forget_requests(self) -> list[dict[str, Any]]:
+        return [r.body for r in self.requests if r.path == "/v1/forget"]
 
     def append(self, stream: str, planned: list[PlannedEvent], received_at: str) -> list[EventRecord]:
         seq, hash_hex = self.heads.get(stream, (0, chain.GENESIS_PREV_HASH))
@@ -167,6 +213,19 @@ class Handler(BaseHTTPRequestHandler):
             case "DELETE", ["v1", "admin", "keys", _key_id]:
                 self._reply(204)
             case _:
+                self._route_forget(method, segments, query, body)
+
+    def _route_forget(self, method: str, segments: list[str], query: dict[str, list[str]], body: Any) -> None:
+        match method, segments[1:]:
+            case "POST", ["v1", "forget"]:
+                self._forget(body)
+            case "GET", ["v1", "ledger"]:
+                self._ledger(query)
+            case "GET", ["v1", "receipts", receipt_id]:
+                self._found(self.stub.receipts.get(urllib.parse.unquote(receipt_id)), "receipt_not_found")
+            case "GET", ["v1", "memories", memory_id]:
+                self._found(self.stub.memories.get(urllib.parse.unquote(memory_id)), "memory_not_found")
+            case _:
                 self._error(404, "not_found", "No such route.")
 
     def _streams(self, query: dict[str, list[str]]) -> None:
@@ -193,6 +252,78 @@ class Handler(BaseHTTPRequestHandler):
             answer["nextFromSeq"] = page[-1]["seq"] + 1
         self._reply(200, answer)
 
+    def _found(self, served: dict[str, Any] | None, code: str) -> None:
+        if served is None:
+            self._error(404, code, "Not found in this project.")
+        else:
+            self._reply(200, served)
+
+    def _ledger(self, query: dict[str, list[str]]) -> None:
+        from_seq = int(query.get("fromSeq", ["1"])[0])
+        remaining = self.stub.ledger[from_seq - 1 :]
+        page = remaining[:LEDGER_PAGE_CAP]
+        answer: dict[str, Any] = {"entries": page}
+        if len(remaining) > len(page):
+            answer["nextFromSeq"] = from_seq + len(page)
+        self._reply(200, answer)
+
+    def _forget(self, body: dict[str, Any]) -> None:
+        stub = self.stub
+        assert [k for k in ("memoryId", "query", "stream") if k in body] != [], body
+        assert body["reason"]
+        limit = body.get("maxMemories", 100)
+        if len(stub.forget_set) > limit:
+            self._reply(
+                422,
+                {
+                    "error": {
+                        "code": "forget_set_too_large",
+                        "message": f"This forget would erase more than {limit} memories.",
+                        "details": {"maxMemories": limit},
+                    }
+                },
+            )
+            return
+        listed = [{k: v for k, v in m.items() if k != "content"} for m in stub.forget_set]
+        answer: dict[str, Any] = {
+            "dryRun": bool(body.get("dryRun")),
+            "previewToken": stub.preview_token,
+            "memories": [dict(m) for m in stub.forget_set] if body.get("dryRun") else listed,
+            "eventIds": list(stub.forget_event_ids),
+        }
+        if body.get("dryRun"):
+            if stub.change_set_after_dry_run:
+                stub.preview_token = "c4" * 32
+            self._reply(200, answer)
+            return
+        if "previewToken" in body and body["previewToken"] != stub.preview_token:
+            self._reply(
+                409,
+                {
+                    "error": {
+                        "code": "preview_changed",
+                        "message": "The set changed since the dry run; run the dry run again.",
+                        "details": {"previewToken": stub.preview_token},
+                    }
+                },
+            )
+            return
+        if stub.forget_set:
+            answer["receipt"] = stub.append_entry(
+                [m["id"] for m in stub.forget_set],
+                stub.forget_event_ids,
+                reason=body["reason"],
+                tombstoned_at=format_instant(datetime.now(UTC)),
+                purge_after=FAR_FUTURE,
+            )
+            answer["reasonSalt"] = REASON_SALT
+            for forgotten in stub.forget_set:
+                served = stub.memories.get(forgotten["id"])
+                if served is not None:
+                    served.pop("content", None)
+                    served["status"] = "tombstoned"
+        self._reply(200, answer)
+
     def _remember(self, body: dict[str, Any]) -> None:
         now = format_instant(datetime.now(UTC))
         plans = [
@@ -213,6 +344,22 @@ class Handler(BaseHTTPRequestHandler):
             for r in records
         ]
         self._reply(202, {"events": receipts, "memories": []})
+
+
+@contextmanager
+def serve(state: Stub) -> Iterator[Stub]:
+    """Serve ``state`` on a free local port until the block ends."""
+    server = StubServer(("127.0.0.1", 0), Handler)
+    server.stub = state
+    state.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 @pytest.fixture
@@ -236,32 +383,31 @@ def stub() -> Iterator[Stub]:
     state.append(NOTES, notes, "2026-06-02T10:00:01.000Z")
     # Purged as the service serves it: payload and salt null.
     state.event(NOTES, 2).update(payload=None, salt=None)
-
-    server = StubServer(("127.0.0.1", 0), Handler)
-    server.stub = state
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serve(state):
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 def kaibo(
-    stub: Stub, *args: str, api_key: str | None = API_KEY, admin_key: str | None = None
+    stub: Stub,
+    *args: str,
+    api_key: str | None = API_KEY,
+    admin_key: str | None = None,
+    project_id: str | None = None,
+    stdin: str = "",
 ) -> subprocess.CompletedProcess[str]:
+    """Run the CLI; ``stdin`` is what is typed (by default nothing: end of input at once)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAIBO_")}
     env["KAIBO_ENDPOINT"] = stub.url
     if api_key is not None:
         env["KAIBO_API_KEY"] = api_key
     if admin_key is not None:
         env["KAIBO_ADMIN_KEY"] = admin_key
+    if project_id is not None:
+        env["KAIBO_PROJECT_ID"] = project_id
     result = subprocess.run(
         [sys.executable, "-m", "kaibo.cli", *args],
         env=env,
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=120,

@@ -204,7 +204,11 @@ def _add_forget_commands(commands: Any, subparser_globals: argparse.ArgumentPars
         "exactly that set and prints the receipt. There is no undo. Needs the forget scope.",
     )
     selector = forget.add_mutually_exclusive_group(required=True)
-    selector.add_argument("--memory", metavar="MEMORY_ID", help="forget this memory (and its older versions)")
+    selector.add_argument(
+        "--memory",
+        metavar="MEMORY_ID",
+        help="forget this memory, its older versions and what shares its source events",
+    )
     selector.add_argument(
         "--query", metavar="TEXT", help="forget every memory that holds all the words of TEXT"
     )
@@ -212,6 +216,7 @@ def _add_forget_commands(commands: Any, subparser_globals: argparse.ArgumentPars
     forget.add_argument(
         "--reason",
         required=True,
+        metavar="TEXT",
         help="why (required): the ledger keeps only a salted digest of it, never the text",
     )
     forget.add_argument(
@@ -519,9 +524,11 @@ def _receipt_summary(report: ReceiptReport) -> str:
     noun = "memory" if report.memories_checked == 1 else "memories"
     memories = f"{report.memories_checked} {noun} without content" + (f" ({counts})" if counts else "")
     if report.state == "purged":
-        events = f"{report.events_checked} events without payload or salt"
+        events = f"{report.events_checked} {_events_noun(report.events_checked)} without payload or salt"
+    elif report.purge_due:
+        events = "its events not checked (purge pending)"
     else:
-        events = f"events keep their payloads until the purge (purgeAfter {report.purge_after})"
+        events = f"its events are purged after {report.purge_after}"
     return f"verified: receipt {report.receipt_id}: state {report.state}; {memories}; {events}"
 
 
@@ -530,9 +537,8 @@ def _verify_receipt(args: argparse.Namespace) -> int:
     report = verify_receipt(_client(args), project, args.receipt)
     ledger = report.ledger
     if ledger is not None and ledger.ok:
-        print(
-            f"ok ledger: {ledger.entries_checked} entries up to the receipt, head {ledger.head.seq}:{ledger.head.hash}"
-        )
+        head = f"{ledger.head.seq}:{ledger.head.hash}"
+        print(f"ok ledger: {ledger.entries_checked} entries up to the receipt, head {head}")
     for failure in report.failures:
         print(f"FAIL {failure}")
     for note in report.notes:
@@ -588,6 +594,10 @@ def _memories_noun(count: int) -> str:
     return "memory" if count == 1 else "memories"
 
 
+def _events_noun(count: int) -> str:
+    return "event" if count == 1 else "events"
+
+
 def _print_forget_set(memories: list[dict[str, Any]], event_ids: list[Any], out: TextIO) -> None:
     for memory in memories:
         print(
@@ -595,7 +605,9 @@ def _print_forget_set(memories: list[dict[str, Any]], event_ids: list[Any], out:
             f"{_preview(memory.get('content'))}",
             file=out,
         )
-    events = f", and the payloads of {len(event_ids)} events purged" if event_ids else ""
+    events = (
+        f", and the payloads of {len(event_ids)} {_events_noun(len(event_ids))} purged" if event_ids else ""
+    )
     print(f"{len(memories)} {_memories_noun(len(memories))} would be forgotten{events}.", file=out)
 
 
@@ -608,8 +620,8 @@ def _confirmed(count: int) -> bool:
         flush=True,
     )
     answer = sys.stdin.readline()
-    if not answer.endswith("\n"):
-        print(file=sys.stderr)  # end the question's line when stdin ended without one
+    if not answer.endswith("\n") or not sys.stdin.isatty():
+        print(file=sys.stderr)  # end the question's line: the answer was not typed (and echoed) there
     return answer.strip().lower() in ("y", "yes")
 
 
@@ -664,10 +676,10 @@ def _print_forgotten(answer: dict[str, Any], as_json: bool) -> int:
         return EXIT_OK
     if not as_json:
         memories, event_ids = _forget_set(answer)
-        print(
-            f"forgotten: {len(memories)} {_memories_noun(len(memories))} tombstoned, the payloads of "
-            f"{len(event_ids)} events purged after {_plain(receipt.get('purgeAfter'))}"
-        )
+        purge = f"after {_plain(receipt.get('purgeAfter'))}"
+        count = f"{len(event_ids)} {_events_noun(len(event_ids))}"
+        events = f"; the payloads of {count} are purged {purge}" if event_ids else ""
+        print(f"forgotten: {len(memories)} {_memories_noun(len(memories))} tombstoned{events}")
         print("receipt:")
         _print_json(receipt)
         print(f"reasonSalt: {_plain(salt)}")

@@ -137,6 +137,7 @@ class ReceiptReport:
     state: str | None
     ledger_seq: int | None
     purge_after: str | None
+    purge_due: bool  # purgeAfter has passed (by ``now``)
     ledger: LedgerReport | None  # None when the receipt gives no seq and hash to look for
     memories_checked: int
     memory_statuses: dict[str, int]  # status -> how many of the named memories read it
@@ -216,7 +217,7 @@ class _ReceiptCheck:
             self.fail(
                 f"ledger seq {seq}",
                 "receipt_not_in_ledger",
-                f"the ledger's entry at seq {seq} is not this receipt ({found.detail})",
+                f"the ledger's entry at seq {seq} is not this receipt: {found.detail}",
             )
         elif found is not None and found.code == "pinned_head_missing":
             self.fail(
@@ -273,11 +274,8 @@ class _ReceiptCheck:
         )
         stream, seq = (cited.get("stream"), cited.get("seq")) if cited is not None else (None, None)
         if not isinstance(stream, str) or type(seq) is not int or seq < 1:
-            self.fail(
-                subject,
-                "event_not_located",
-                f"its provisional memory {provisional} does not cite it with a stream and seq",
-            )
+            why = "is not served" if memory is None else "does not cite it with a stream and seq"
+            self.fail(subject, "event_not_located", f"its provisional memory {provisional} {why}")
             return
         where = f"stream {stream} seq {seq}"
         events = self.client.events(stream, from_seq=seq, limit=1)
@@ -348,6 +346,7 @@ def verify_receipt(
         state=state if isinstance(state, str) else None,
         ledger_seq=seq if type(seq) is int else None,
         purge_after=receipt.get("purgeAfter") if isinstance(receipt.get("purgeAfter"), str) else None,
+        purge_due=due,
         ledger=ledger,
         memories_checked=len(memory_ids or []),
         memory_statuses=statuses,
