@@ -5,7 +5,10 @@ scan), in any form the pipeline produces, and the chain and the ledger still ver
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +18,13 @@ from kaibo.client import KaiboClient
 from kaibo.verify import verify_all
 from kaibo_core.core.ledger import LedgerVerifier
 from kaibo_core.core.text import analyze
-from tests.integration.test_local_lifecycle import assert_stops_whole, launch, wait_for
+from tests.integration.test_local_lifecycle import (
+    PYTHONPATH,
+    StackProcess,
+    assert_stops_whole,
+    launch,
+    wait_for,
+)
 
 RUN = ["-m", "kaibo_local"]
 MARKER = "Zephyrically"
@@ -58,6 +67,46 @@ def file_residue(folder: Path) -> list[str]:
     ]
 
 
+def cli(stack: StackProcess, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "KAIBO_ENDPOINT": stack.values["KAIBO_ENDPOINT"],
+        "KAIBO_API_KEY": stack.values["KAIBO_API_KEY"],
+        "PYTHONPATH": PYTHONPATH,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "kaibo.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def tamper_first_entry(endpoint: str) -> None:
+    """Change one stored field of the first ledger entry, as someone with table access could."""
+    dynamodb = boto3.client(
+        "dynamodb",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="kaibo-local",
+        aws_secret_access_key="kaibo-local",
+    )
+    (table,) = [name for name in dynamodb.list_tables()["TableNames"] if "LedgerTable" in name]
+    (entry,) = [
+        item
+        for item in dynamodb.scan(TableName=table)["Items"]
+        if item["pk"]["S"].endswith("#ledger") and item["sk"]["S"] != "head"
+    ]
+    dynamodb.update_item(
+        TableName=table,
+        Key={"pk": entry["pk"], "sk": entry["sk"]},
+        UpdateExpression="SET tombstonedAt = :later",
+        ExpressionAttributeValues={":later": {"S": "2099-01-01T00:00:00.000Z"}},
+    )
+
+
 def test_given_a_marker_forgotten_on_the_local_stack_then_after_the_purge_nothing_anywhere_holds_it(
     tmp_path: Path,
 ) -> None:
@@ -96,6 +145,13 @@ def test_given_a_marker_forgotten_on_the_local_stack_then_after_the_purge_nothin
         entries = client.request("GET", "/v1/ledger")["entries"]
         assert [ledger.feed(entry) for entry in entries] == [None]
         assert client.recall("boathouse painted")["items"]  # what was not forgotten stays
+        project = stack.values["KAIBO_PROJECT_ID"]
+        assert cli(stack, "verify", "--receipt", receipt_id, "--project", project).returncode == 0
+        assert cli(stack, "verify", "--ledger", "--project", project).returncode == 0
+        tamper_first_entry(aws)  # changing any stored entry makes verify --ledger fail at its seq
+        tampered = cli(stack, "verify", "--ledger", "--project", project)
+        assert tampered.returncode == 1, tampered.stdout + tampered.stderr
+        assert "seq 1" in tampered.stdout + tampered.stderr
     finally:
         assert_stops_whole(stack, signal.SIGTERM, group=False)
     logs = stack.out.read_text() + stack.err.read_text()
