@@ -37,9 +37,15 @@ def lambda_handler(
     log = logger.info if result.complete else logger.warning
     log(
         "purged" if result.complete else "purge stopped before its timeout; the next run goes on",
-        extra={"entries": result.entries, "memories": result.memories, "events": result.events},
+        extra={
+            "applied": result.applied,
+            "entries": result.entries,
+            "memories": result.memories,
+            "events": result.events,
+        },
     )
     return {
+        "applied": result.applied,
         "entries": result.entries,
         "memories": result.memories,
         "events": result.events,

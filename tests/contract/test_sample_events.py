@@ -539,4 +539,4 @@ def test_given_the_purge_schedule_sample_then_the_purge_runs_and_reports_what_it
     stack: LocalStack,
 ) -> None:
     result = stack.invoke_function(SPECS["PurgeFunction"], load_event("purge.json"))
-    assert result == {"entries": 0, "memories": 0, "events": 0, "complete": True}
+    assert result == {"applied": 0, "entries": 0, "memories": 0, "events": 0, "complete": True}

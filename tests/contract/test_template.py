@@ -113,6 +113,7 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
     },
     "PurgeFunction": {
         ("dynamodb:Query", "LedgerTable/index/PurgeDue"),
+        ("dynamodb:Query", "LedgerTable/index/Unapplied"),
         ("dynamodb:UpdateItem", "LedgerTable"),
         ("dynamodb:GetItem", "MemoriesTable"),
         ("dynamodb:BatchGetItem", "MemoriesTable"),

@@ -490,3 +490,40 @@ def test_given_a_purged_event_then_a_redelivered_or_swept_job_message_makes_noth
     assert residue(handler_env, marker_forms("Plover")) == []
     assert get_job(project, job).body["status"] == "done"
     assert get_job(project, job).body["memoryIds"] == []
+
+
+def test_given_a_forget_that_died_after_its_ledger_entry_then_the_next_purge_finishes_its_tombstones(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    (made,) = remember_structured(handler_env, project, "chat", "The garage code is Quillmoth 4410.")
+    dying, _ = purger_dying_at(handler_env, 2)  # its client: the ledger append, then death
+    client = dying._store._client  # type: ignore[attr-defined]  # the same real client
+    tables = handler_env.tables
+    service = ForgetService(
+        DynamoForgetStore(client, tables["MemoriesTable"], tables["TermIndexTable"]),
+        wiring.event_store(),
+        DynamoLedgerStore(client, tables["LedgerTable"]),
+        timedelta(days=1),
+        lambda: datetime.now(UTC) - timedelta(minutes=2),  # long enough ago for the purge to step in
+    )
+    died = call(
+        "forget",
+        "POST",
+        "/v1/forget",
+        body={"query": "Quillmoth", "reason": "r"},
+        context=project_context(project),
+        services={"forget": service},
+    )
+    assert died.status == 500  # the function died after its entry, before any tombstone
+    (entry,) = ledger(project).body["entries"]  # owed from now on
+    assert set(recalled_ids(project, "Quillmoth garage code")) & set(entry["memoryIds"])  # still served
+
+    result = run_purge()
+
+    assert result["applied"] >= 1
+    assert recalled_ids(project, "Quillmoth garage code") == []
+    for memory_id in entry["memoryIds"]:
+        assert get_memory(project, memory_id).body["status"] == "tombstoned"  # not purged: grace runs
+    assert receipt(project, entry["id"]).body["state"] == "tombstoned"
+    assert memory_ids_of(project, made)[0] in entry["memoryIds"]

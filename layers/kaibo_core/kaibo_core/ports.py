@@ -94,13 +94,20 @@ class DeletionLedger(Protocol):
 
     def purged_at(self, entry: LedgerEntry) -> str | None: ...
 
+    def mark_applied(self, entry: LedgerEntry) -> None: ...
+
 
 class PurgeWorkList(Protocol):
-    """The ledger entries whose purge is owed (across projects), and their completion."""
+    """The ledger entries whose purge is owed (across projects), and their completion; and
+    those whose forget never said its tombstones were all in place."""
 
     def due(self, before: str, limit: int) -> list[LedgerEntry]: ...
 
     def mark_purged(self, entry: LedgerEntry, purged_at: str) -> None: ...
+
+    def unapplied(self, before: str, limit: int) -> list[LedgerEntry]: ...
+
+    def mark_applied(self, entry: LedgerEntry) -> None: ...
 
 
 # --- Memories and the term index --------------------------------------------------------------------

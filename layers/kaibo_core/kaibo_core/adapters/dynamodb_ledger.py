@@ -11,6 +11,10 @@ Layout (keys built only by kaibo_core.core.storage_keys):
 - Receipt pointers: ``pk = <project>#receipt#<receiptId>``, ``sk = r``: ``seq`` (N). A
   receipt is found by a key built from the caller's project, so another project's receipt
   id finds nothing.
+- Forgets not known to be applied: an entry carries ``applyPk = unapplied`` and ``applySk =
+  <tombstonedAt>#<project>#<seq>`` (the sparse ``Unapplied`` index) until ``mark_applied``: the
+  forget that wrote it removes them once every tombstone is in place; if it died before, the
+  purge finishes its tombstones at its next run, long before the grace window ends.
 - The purge's work list: an entry not purged yet carries ``duePk = due`` and ``dueSk =
   <purgeAfter>#<project>#<seq>`` (the sparse ``PurgeDue`` index, oldest first); ``mark_purged``
   removes them and sets ``purgedAt`` (not hashed: the entry's header never changes).
@@ -59,6 +63,9 @@ _ENTRY, _RECEIPT, _HEAD = 0, 1, 2
 _RACE_CODES: Final = frozenset({"ConditionalCheckFailed", "TransactionConflict"})
 _LAST_SORT_KEY: Final = "9" * storage_keys.LEDGER_SEQ_DIGITS
 
+#: The sparse index of entries whose tombstones may be unfinished, and its one partition.
+UNAPPLIED_INDEX: Final = "Unapplied"
+UNAPPLIED_PARTITION: Final = "unapplied"
 #: The sparse index of entries whose purge is still owed, and its one partition.
 PURGE_DUE_INDEX: Final = "PurgeDue"
 PURGE_DUE_PARTITION: Final = "due"
@@ -81,6 +88,8 @@ def entry_item(entry: LedgerEntry) -> Item:
         "purgeAfter": s(entry.purge_after),
         "prevHash": s(entry.prev_hash),
         "hash": s(entry.hash),
+        "applyPk": s(UNAPPLIED_PARTITION),
+        "applySk": s(f"{entry.tombstoned_at}#{entry.project_id}#{storage_keys.ledger_sort_key(entry.seq)}"),
         "duePk": s(PURGE_DUE_PARTITION),
         "dueSk": s(f"{entry.purge_after}#{entry.project_id}#{storage_keys.ledger_sort_key(entry.seq)}"),
     }
@@ -348,3 +357,23 @@ class DynamoLedgerStore:
             ProjectionExpression="purgedAt",
         ).get("Item")
         return item["purgedAt"]["S"] if item and "purgedAt" in item else None
+
+    def unapplied(self, before: str, limit: int) -> list[LedgerEntry]:
+        """Entries written before ``before`` whose forget never said it finished, oldest first."""
+        response = self._client.query(
+            TableName=self._table,
+            IndexName=UNAPPLIED_INDEX,
+            KeyConditionExpression="applyPk = :unapplied AND applySk < :before",
+            ExpressionAttributeValues={":unapplied": s(UNAPPLIED_PARTITION), ":before": s(before)},
+            Limit=limit,
+        )
+        return [entry_from_item(item) for item in response.get("Items", [])]
+
+    def mark_applied(self, entry: LedgerEntry) -> None:
+        """Every tombstone of ``entry`` is in place (idempotent)."""
+        self._client.update_item(
+            TableName=self._table,
+            Key=key(storage_keys.ledger_entry_key(ProjectId(entry.project_id), entry.seq)),
+            UpdateExpression="REMOVE applyPk, applySk",
+            ConditionExpression="attribute_exists(pk)",
+        )

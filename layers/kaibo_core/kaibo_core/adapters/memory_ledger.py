@@ -27,6 +27,7 @@ class InMemoryLedgerStore:
         self.entries: dict[str, list[LedgerEntry]] = {}
         self._receipts: dict[tuple[str, str], int] = {}
         self.purged: dict[tuple[str, int], str] = {}
+        self.applied: set[tuple[str, int]] = set()
 
     def append(
         self,
@@ -103,3 +104,17 @@ class InMemoryLedgerStore:
     def purged_at(self, entry: LedgerEntry) -> str | None:
         with self._lock:
             return self.purged.get((entry.project_id, entry.seq))
+
+    def unapplied(self, before: str, limit: int) -> list[LedgerEntry]:
+        with self._lock:
+            waiting = [
+                entry
+                for entries in self.entries.values()
+                for entry in entries
+                if entry.tombstoned_at < before and (entry.project_id, entry.seq) not in self.applied
+            ]
+        return sorted(waiting, key=lambda e: (e.tombstoned_at, e.project_id, e.seq))[:limit]
+
+    def mark_applied(self, entry: LedgerEntry) -> None:
+        with self._lock:
+            self.applied.add((entry.project_id, entry.seq))

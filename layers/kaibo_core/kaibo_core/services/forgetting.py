@@ -208,6 +208,7 @@ class ForgetService:
         for placeholder in found.placeholders:
             self._memories.tombstone(project, placeholder.id, marks, placeholder=placeholder)
         self._memories.remove_many_from_index([memory for memory in before if memory is not None])
+        self._ledger.mark_applied(receipt)
         return ForgetOutcome(found, dry_run=False, receipt=receipt, reason_salt=salt)
 
     def _now(self) -> str:

@@ -1,8 +1,12 @@
 """The purge (functions/purge, on a schedule): erase every copy of forgotten text past its grace
 window (docs/forget.md).
 
-Its work list is the ledger: each entry not purged yet, once its ``purgeAfter`` has passed. For
-an entry, in this order, each step idempotent:
+First it finishes the forgets that died after writing their ledger entry (an entry its forget
+never marked applied, ``APPLY_AFTER`` after it was written): their memories are tombstoned and
+leave the index, so they stop being served within one purge interval, not after the grace window.
+
+Its main work list is the ledger: each entry not purged yet, once its ``purgeAfter`` has passed.
+For an entry, in this order, each step idempotent:
 
 1. every memory it names is tombstoned (normally done by forget already; a forget that died after
    writing its entry is finished here), and so are the structured memories staged from its
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Final, Protocol
 
 from kaibo_core.core.clock import Clock, format_instant
@@ -35,6 +40,8 @@ from kaibo_core.ports import PurgeWorkList
 
 #: Ledger entries taken per run at most (the next run takes the rest).
 MAX_ENTRIES_PER_RUN: Final = 200
+#: A forget still unapplied this long after its entry was written has died (it runs at most 28 s).
+APPLY_AFTER: Final = timedelta(seconds=60)
 
 
 class PurgeStore(Protocol):
@@ -47,11 +54,16 @@ class PurgeStore(Protocol):
         placeholder: MemoryRecord | None = None,
     ) -> MemoryRecord | None: ...
     def erase_many(self, memories: Sequence[MemoryRecord], purged_at: str) -> None: ...
+    def tombstone_many(
+        self, project: ProjectId, memories: Sequence[MemoryRecord], marks: dict[str, str]
+    ) -> list[MemoryRecord | None]: ...
+    def remove_many_from_index(self, memories: Sequence[MemoryRecord]) -> None: ...
     def erase_payload(self, project: ProjectId, stream: str, seq: int) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
 class PurgeResult:
+    applied: int  # forgets finished this run (they had died after writing their entry)
     entries: int  # ledger entries purged this run
     memories: int  # memories erased
     events: int  # event payloads erased
@@ -65,14 +77,29 @@ class Purger:
         self._clock = clock
 
     def run(self, *, has_time: Callable[[], bool], limit: int = MAX_ENTRIES_PER_RUN) -> PurgeResult:
-        now = format_instant(self._clock())
-        entries = memories = events = 0
+        moment = self._clock()
+        now = format_instant(moment)
+        applied = entries = memories = events = 0
+        for entry in self._ledger.unapplied(format_instant(moment - APPLY_AFTER), limit):
+            if not has_time():
+                return PurgeResult(applied, entries, memories, events, complete=False)
+            self.apply(entry)
+            applied += 1
         for entry in self._ledger.due(now, limit):
             if not has_time():
-                return PurgeResult(entries, memories, events, complete=False)
+                return PurgeResult(applied, entries, memories, events, complete=False)
             erased, payloads = self.purge(entry, now)
             entries, memories, events = entries + 1, memories + erased, events + payloads
-        return PurgeResult(entries, memories, events, complete=True)
+        return PurgeResult(applied, entries, memories, events, complete=True)
+
+    def apply(self, entry: LedgerEntry) -> None:
+        """Finish the tombstones of a forget that died after writing ``entry``."""
+        project = ProjectId(entry.project_id)
+        marks = {"tombstonedAt": entry.tombstoned_at, "purgeAfter": entry.purge_after, "receiptId": entry.id}
+        found = self._store.get_many(project, entry.memory_ids)
+        before = self._store.tombstone_many(project, list(found.values()), marks)
+        self._store.remove_many_from_index([memory for memory in before if memory is not None])
+        self._ledger.mark_applied(entry)
 
     def purge(self, entry: LedgerEntry, now: str) -> tuple[int, int]:
         """Erase everything ``entry`` names; (memories erased, payloads erased)."""
