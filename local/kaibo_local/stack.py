@@ -432,10 +432,11 @@ def _or_exit(record: Callable[[str, bytes], None]) -> Callable[[str, bytes], Non
 def _remove_leftovers(dynamodb: Any, sqs: Any, suffix: str) -> None:
     """Delete the tables and queues a stack stopped earlier in this same process left in moto's
     state (a new process starts empty): the restart rebuilds them from the data folder alone."""
-    for name in dynamodb.list_tables().get("TableNames", []):
-        if name.endswith(f"-{suffix}"):
-            dynamodb.delete_table(TableName=name)
-    for url in sqs.list_queues().get("QueueUrls", []):
+    for page in dynamodb.get_paginator("list_tables").paginate():
+        for name in page.get("TableNames", []):
+            if name.endswith(f"-{suffix}"):
+                dynamodb.delete_table(TableName=name)
+    for url in sqs.list_queues(QueueNamePrefix="kaibo-").get("QueueUrls", []):
         if url.rsplit("/", 1)[-1].removesuffix(".fifo").endswith(f"-{suffix}"):
             sqs.delete_queue(QueueUrl=url)
 

@@ -39,9 +39,10 @@ class Run:
     """One "process lifetime" of the tables on a data folder: open, restore, record."""
 
     def __init__(self, emu: Emulator, ddb: Any, folder: Path, suffix: str) -> None:
-        for name in ddb.list_tables()["TableNames"]:
-            if name.endswith(f"-{suffix}"):
-                ddb.delete_table(TableName=name)
+        for page in ddb.get_paginator("list_tables").paginate():  # other tests' tables: many pages
+            for name in page["TableNames"]:
+                if name.endswith(f"-{suffix}"):
+                    ddb.delete_table(TableName=name)
         self.tables = create_tables(ddb, load_template(), suffix)
         self.data_dir = DataDir.open(folder)
         self.durable = DurableTables(self.data_dir, emu, self.tables.values())
