@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from typing import Final, Literal
 
@@ -33,11 +33,22 @@ from kaibo_core.core.structuring.classify import (
 )
 from kaibo_core.core.structuring.dates import resolve_dates
 from kaibo_core.core.structuring.drafts import CandidateMemory, LinkKind
+from kaibo_core.core.structuring.facts import (
+    Fact,
+    across_speakers,
+    additive,
+    conflicts,
+    distinct_scopes,
+    evaluative,
+    history,
+    parse_fact,
+    unresolved,
+)
 from kaibo_core.core.structuring.statements import Statement
 
 ChangeKind = Literal[
     "move", "postpone", "reassign", "cancel", "rename", "switch", "replace", "change", "instead",
-    "no_longer", "correction", "restatement", "preference", "task_done",
+    "no_longer", "correction", "restatement", "preference", "task_done", "conflict",
 ]  # fmt: skip
 
 #: Most candidates one change statement may retire (an event has MAX_LINKS_PER_EVENT in all).
@@ -65,8 +76,20 @@ _MOVE_VERB = (
     r"(?P<verb>mov(?:e|es|ed|ing)|postpon(?:e|es|ed|ing)|reschedul(?:e|es|ed|ing)|push(?:es|ed|ing)?"
     r"|delay(?:s|ed|ing)?|shift(?:s|ed|ing)?|bump(?:s|ed|ing)?|pull(?:s|ed|ing)?|bring(?:s|ing)?|brought)"
 )
+#: A name or handle as a whole subject or new name ("Project Falcon", "#ship-it", "@ops").
+_HANDLE = r"(?-i:[A-Z#@])[\w'’#@-]*(?:\s+(?-i:[A-Z])[\w'’-]*){0,2}"
+#: Verbs an amount changes with ("went up to", "dropped to", "was raised to").
+_AMOUNT_VERB = (
+    r"(?:(?:has\s+|have\s+)?(?:went|gone|goes|go)\s+(?:up|down)|(?:has\s+|have\s+|was\s+|were\s+)?(?:increased"
+    r"|decreased|rose|risen|fell|fallen|dropped|grew|grown|climbed|jumped|raised|lowered|reduced|cut))"
+)
+#: Words that start a time, never a cancelled thing ("called off this week").
+_WHEN_WORDS = r"(?:this|next|today|tomorrow|tonight|for|until|again|last)"
 _MOVED = r"(?P<verb>moved|postponed|rescheduled|pushed|delayed|shifted|bumped|pulled|brought)"
-_CANCEL_VERB = r"(?:cancel(?:s|led|ed|ling|ing)?|call(?:s|ed|ing)?\s+off|scrap(?:s|ped|ping)?)"
+_CANCEL_VERB = (
+    r"(?:cancel(?:s|led|ed|ling|ing)?|call(?:s|ed|ing)?\s+off|scrap(?:s|ped|ping)?"
+    r"|drop(?:s|ped|ping)?(?!\s+(?:off|by|in|out|over|down|back|to|into|me|us|you|him|her|them|it)\b))"
+)
 _CANCELLED = r"(?:cancell?ed|called\s+off|scrapped|off)"
 _REASON = r"(?:\s+(?:for|this|today|tomorrow|next|until|due\s+to|because|since|as|after)\b.*)?"
 _POSTPONE_TAIL = r"(?:\s+(?:by|for|indefinitely|until\s+further\s+notice)\b.*)?"
@@ -79,7 +102,7 @@ def _compile(*parts: str) -> re.Pattern[str]:
 
 # Each entry: the kind of change and a pattern over the statement's core. Tried in order.
 _PATTERNS: Final[tuple[tuple[ChangeKind, re.Pattern[str]], ...]] = (
-    ("cancel", _compile(_START, _CANCEL_VERB, rf"\s+{_DET}{_OBJ}{_END}")),
+    ("cancel", _compile(_START, _CANCEL_VERB, rf"\s+(?!{_WHEN_WORDS}\b){_DET}{_OBJ}{_END}")),
     ("cancel", _compile(_START, rf"call(?:s|ed|ing)?\s+{_DET}{_OBJ}\s+off{_END}")),
     ("cancel", _compile(rf"^{_DET}{_OBJ}\s+{_BE}\s+(?:now\s+|officially\s+)?", _CANCELLED, _REASON, _END)),
     ("cancel", _compile(rf"^{_DET}{_OBJ}\s+(?:cancell?ed|called\s+off|scrapped)", _REASON, _END)),
@@ -87,6 +110,9 @@ _PATTERNS: Final[tuple[tuple[ChangeKind, re.Pattern[str]], ...]] = (
     ("rename", _compile(rf"^{_DET}{_OBJ}\s+{_BE}\s+",
                         r"(?:renamed(?:\s+to)?|now\s+(?:renamed(?:\s+to)?|called|named))",
                         rf"\s+{_NEW}{_END}")),
+    ("rename", _compile(rf"^{_DET}{_OBJ}\s+{_BE}\s+(?:called|named|known\s+as)\s+{_NEW}\s+now{_END}")),
+    ("rename", _compile(rf"^{_DET}{_OBJ}\s+(?:now\s+)?(?:goes|will\s+go)\s+by\s+{_NEW}{_END}")),
+    ("rename", _compile(rf"^(?P<obj>{_HANDLE})\s+(?:is|are)\s+now\s+(?P<new>{_HANDLE}){_END}")),
     ("reassign", _compile(_START,
                           r"(?:re-?assign(?:s|ed|ing)?|hand(?:s|ed|ing)?(?:\s+over)?|transfer(?:s|red|ring)?)",
                           rf"\s+{_DET}{_OBJ}(?:\s+over)?", _FROM_TO, _END)),
@@ -120,6 +146,7 @@ _PATTERNS: Final[tuple[tuple[ChangeKind, re.Pattern[str]], ...]] = (
     ("move", _compile(rf"^{_DET}{_OBJ}\s+(?:(?:is|are)\s+)?(?:now\s+)?",
                       r"(?P<verb>moves|moved|moving|slips|slipped|slipping|shifts|shifted)",
                       rf"\s+(?:from\s+{_OLD}\s+)?to\s+{_NEW}{_END}")),
+    ("move", _compile(rf"^{_DET}{_OBJ}\s+", _AMOUNT_VERB, rf"\s+(?:from\s+{_OLD}\s+)?to\s+{_NEW}{_END}")),
     ("postpone", _compile(_START, r"(?:postpon(?:e|es|ed|ing)|delay(?:s|ed|ing)?|push(?:es|ed|ing)?\s+back)",
                           rf"\s+{_DET}{_OBJ}", _POSTPONE_TAIL, _END)),
     ("postpone", _compile(rf"^{_DET}{_OBJ}\s+{_BE}\s+(?:now\s+|officially\s+)?",
@@ -136,9 +163,39 @@ _DONE_PATTERNS: Final = (
     _compile(
         rf"^{_DET}{_OBJ}\s*(?:(?:is|are|was|has\s+been|have\s+been)\s+)?(?:now\s+|finally\s+|all\s+)?"
         rf"(?:done|finished|complete|completed|fixed|merged|shipped|resolved|closed|submitted|deployed"
-        rf"|booked|paid|sent|filed|renewed){_END}"
+        rf"|booked|paid|sent|filed|renewed|live|sorted|handled|taken\s+care\s+of|in\s+place|up\s+and\s+running)"
+        rf"(?:\s+now)?{_END}"
     ),
 )
+#: "The pricing page is updated": a task's own verb, done (checked against the task's words).
+_DONE_PARTICIPLE: Final = _compile(
+    rf"^{_DET}{_OBJ}\s+(?:is|are|was|were|has\s+been|have\s+been)\s+(?:now\s+|finally\s+|all\s+)?"
+    rf"(?P<verb>(?-i:[a-z]+ed)){_END}"
+)
+#: "README updated", "Ordered the new badges": a past participle with its object.
+_DONE_VERB_FIRST: Final = _compile(
+    rf"^(?:(?:i|we)\s+)?(?:(?:just|finally|already)\s+)?(?P<verb>[a-z]+ed)\s+{_DET}{_OBJ}{_END}"
+)
+_DONE_VERB_LAST: Final = _compile(
+    rf"^{_DET}{_OBJ}\s+(?:now\s+|finally\s+)?(?P<verb>(?-i:[a-z]+ed))(?:\s+now)?{_END}"
+)
+#: Negated statements that cancel ("X is not happening", "X won't happen this week").
+_NOT_HAPPENING: Final = _compile(
+    rf"^{_DET}{_OBJ}\s+(?:is\s+not|isn't|isnt|are\s+not|aren't|won't|will\s+not)\s+"
+    r"(?:happening|going\s+ahead|taking\s+place|happen|go\s+ahead|take\s+place)",
+    _REASON,
+    _END,
+)
+#: "No offsite dinner this year", "No standup tomorrow".
+_NO_EVENT: Final = _compile(rf"^no\s+{_OBJ}(?:\s+(?:today|tomorrow|tonight|this|next|on|until)\b.*)?{_END}")
+#: "I switched to the light theme": a preference of the speaker, the old one unnamed.
+_SWITCHED_TO: Final = _compile(
+    rf"^(?:i|we)\s+(?:have\s+|'ve\s+|just\s+)*(?:switched|changed)\s+(?:over\s+)?to\s+{_NEW}{_END}"
+)
+_PAST_COPULA: Final = _compile(r"\s(?:was|were)\s")
+#: Pattern families whose statement may also be read as a fact and matched as one.
+_FACT_FAMILIES: Final = frozenset({"move", "reassign", "change", "switch"})
+_TASK_LABELS: Final = frozenset({"todo", "to-do", "task", "action item", "action items", "reminder"})
 _NOT_DONE: Final = _compile(r"\b(?:almost|nearly|half|partially|partly|mostly|not\s+yet|soon)\b")
 _INSTEAD: Final = _compile(rf"^(?P<head>\S.*?)\s+instead\s+of\s+{_OLD}{_END}")
 _NO_LONGER: Final = (
@@ -150,7 +207,7 @@ _NO_LONGER: Final = (
 )
 #: Where a new or old value ends: a reason, a purpose or a second clause.
 _VALUE_TAIL: Final = _compile(
-    r"\s*(?:[,;(]|\s(?:because|since|so\s+that|so|as|due\s+to|in\s+order|for|to\s+give|to\s+allow"
+    r"\s*(?:,(?!\d{3}\b)|[;(]|\s(?:because|since|so\s+that|so|as|due\s+to|in\s+order|for|to\s+give|to\s+allow"
     r"|and\s+(?:tell|let|inform|notify|update|please))\b).*$"
 )
 _FOR_TOPIC: Final = _compile(r"\s+for\s+(?P<topic>\S.*)$")
@@ -182,7 +239,7 @@ _NEEDED_PARTICLES: Final[dict[str, frozenset[str]]] = {
 _SCHEDULE_VALUE: Final = _compile(
     r"^(?:(?:the|a|an|next|this|coming|following|same|early|late|mid|end\s+of|start\s+of|after|before"
     r"|later|later\s+this|around|about|roughly|sometime|sometime\s+in)\s+|mid-)*"
-    r"(?:\d|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d"
+    r"(?:[$€£]?\d|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d"
     r"|(?:january|february|march|april|june|july|august|september|october|november|december)\b"
     r"|(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|today\b|tomorrow\b|tonight\b|morning\b"
     r"|afternoon\b|evening\b|night\b|noon\b|midday\b|midnight\b|lunch(?:time)?\b|eod\b|eow\b"
@@ -218,6 +275,15 @@ _FUNCTION_WORDS: Final = (
         "the a an my our your his her their its is are was were be been being am do does did have has had not"
     )
 )
+#: Formulas that say "no" to nothing planned ("No worries", "No problem", "No big deal"): never a
+#: cancellation, which needs an event, plan or task.
+_FORMULAS: Final = _word_set(
+    "worries worry problem problems prob probs thanks thank way doubt doubts idea clue wonder kidding"
+    " joke rush hurry pressure biggie big sweat offense offence harm need comment excuse excuses shame"
+    " regrets regret complaints complaint judgment judgement judging pun surprise chance matter"
+)
+#: Words that make a subject a clause ("people who ...", "it when ...").
+_CLAUSE_WORDS: Final = _word_set("who whom whose which when whenever where wherever if because while")
 #: Verbs that start an infinitive of purpose, never a new place or time ("moved to improve").
 _PURPOSE_VERBS: Final = _word_set(
     "be get make do have see help improve reach experience tackle try keep work learn go take give find"
@@ -275,7 +341,7 @@ DRAFT_TYPES: Final[dict[ChangeKind, MemoryType | None]] = {
     "move": "decision", "postpone": "decision", "reassign": "decision", "cancel": "decision",
     "rename": "decision", "switch": "decision", "replace": "decision", "change": "decision",
     "instead": None, "no_longer": None, "correction": None, "restatement": None, "preference": "preference",
-    "task_done": "episode",
+    "task_done": "episode", "conflict": None,
 }  # fmt: skip
 
 
@@ -290,10 +356,14 @@ class Change:
     determiner: str = ""
     old: str | None = None
     new: str | None = None
+    verb: str = ""  # a completed task's own verb ("updated"), to be found in the task
     context: str = ""  # words a candidate must share when there is no subject (instead of, no longer)
     single: bool = False  # retire at most one candidate (the best)
     copula: Copula | None = None
     preference: Preference | None = None
+    fact: Fact | None = None  # the statement read as subject, attribute and value
+    cued: bool = False  # the statement has a correction or "now" cue
+    holder: str = ""  # the speaker, lower case ("my favorite editor" is the speaker's)
 
     @property
     def draft_type(self) -> MemoryType | None:
@@ -302,6 +372,8 @@ class Change:
     def query(self) -> str:
         """What to search earlier memories for: the subject words, plus the old value."""
         parts = [self.subject or "", self.context]
+        if self.fact is not None and self.fact.subject != self.subject:
+            parts.append(self.fact.subject)
         if self.old and key_terms(self.old) - key_terms(self.subject or ""):
             parts.append(self.old)
         if self.preference is not None:
@@ -367,6 +439,24 @@ def _task_done(statement: Statement) -> Change | None:
     return None
 
 
+_DONE_FORMS: Final = (_DONE_PARTICIPLE, _DONE_VERB_LAST, _DONE_VERB_FIRST)
+
+
+def _done_participle(statement: Statement) -> Change | None:
+    """ "The pricing page is updated": done when an open task says the same verb (checked later)."""
+    participle = next((m for p in _DONE_FORMS if (m := p.match(statement.core))), None)
+    if (
+        participle is None
+        or _NOT_DONE.search(statement.core)
+        or not plausible_subject(participle.group("obj"))
+    ):
+        return None
+    subject = object_subject(participle.group("obj"))
+    if subject is None:
+        return None
+    return Change("task_done", "supersedes", subject, participle.group("obj"), verb=participle.group("verb"))
+
+
 def _instead(match: re.Match[str]) -> Change | None:
     """ "Use GitHub Actions instead of Jenkins for CI": the old value is Jenkins; the context a
     candidate must share is the head's common words (names are the new value) and the tail."""
@@ -393,41 +483,103 @@ def _no_longer(statement: Statement) -> Change | None:
 
 
 def _restatement(statement: Statement) -> Change | None:
+    change = _copula_or_fact(statement)
+    if change is None or not statement.speaker:
+        return change
+    return replace(change, holder=statement.speaker.lower())
+
+
+def _copula_or_fact(statement: Statement) -> Change | None:
     copula = parse_copula(statement.core)
+    fact = None if additive(statement) else parse_fact(statement)
+    cued = statement.correction_cue or statement.now_cue
+    if copula is not None and not cued and _PAST_COPULA.search(statement.core):
+        return None  # "The standup was at 8am last quarter" tells history
+    if copula is not None and fact is not None and key_terms(fact.subject) != key_terms(copula.subject):
+        copula = None  # the fact reads better: "Eve is responsible for the contract" is about the contract
     if copula is not None:
-        cued = statement.correction_cue or copula.now or statement.now_cue
-        if cued:
+        if cued or copula.now:
             return Change("correction", "supersedes", copula.subject, copula.subject_words, copula.determiner,
-                          new=copula.value, copula=copula)  # fmt: skip
-        if copula.kind != "other" or is_favorite(copula.subject):
+                          new=copula.value, copula=copula, fact=fact, cued=True)  # fmt: skip
+        if copula.kind != "other" or is_favorite(copula.subject) or fact is not None:
             return Change("restatement", "supersedes", copula.subject, copula.subject_words,
-                          copula.determiner, new=copula.value, copula=copula)  # fmt: skip
+                          copula.determiner, new=copula.value, copula=copula, fact=fact)  # fmt: skip
         return None
     preference = parse_preference(statement)
-    if preference is not None and (statement.correction_cue or statement.now_cue or preference.old):
+    if preference is not None and (cued or preference.old):
         return Change("preference", "supersedes", preference.subject, old=preference.old,
                       new=preference.value, preference=preference)  # fmt: skip
+    if fact is not None and preference is None:
+        return Change("conflict", "supersedes", fact.subject, new=fact.value, fact=fact, cued=cued)
     return None
+
+
+def _negated_cancel(statement: Statement) -> Change | None:
+    """ "The book club meeting is not going ahead": a negation that cancels (a plain negation only;
+    no question, hedge or reported speech)."""
+    if statement.question or statement.hedged or statement.reported or not statement.parseable:
+        return None
+    match = _NOT_HAPPENING.match(statement.core) or _NO_EVENT.match(statement.core)
+    if match is None or not plausible_subject(match.group("obj")) or _formula(match.group("obj")):
+        return None
+    subject = _clean_subject(match.group("obj"))
+    return Change("cancel", "cancels", subject, match.group("obj")) if subject else None
+
+
+def _formula(words: str) -> bool:
+    """ "worries" in "No worries", "big deal" in "No big deal": a formula, not a planned thing."""
+    first = words.split(maxsplit=1)[0] if words.strip() else ""
+    return _word(first) in _FORMULAS
+
+
+def _says_not_happening(content: str) -> bool:
+    """A memory that itself says something is not happening ("No worries.", "No standup today"):
+    nothing a cancellation can cancel."""
+    core = statement_of_text(content).core
+    return _NOT_HAPPENING.match(core) is not None or _NO_EVENT.match(core) is not None
+
+
+def _switched_preference(statement: Statement) -> Change | None:
+    """ "I switched to the light theme": the speaker's preference, with the new value's head noun."""
+    match = _SWITCHED_TO.match(statement.core)
+    if match is None or not statement.speaker:
+        return None
+    value = _clean_value(match.group("new"))
+    head = subject_key(value or "")
+    if value is None or head is None:
+        return None
+    holder = statement.speaker.lower()
+    preference = Preference(f"{holder} {head.split()[-1]} preference", holder, "prefer", value, None)
+    return Change("preference", "supersedes", preference.subject, new=value, preference=preference)
 
 
 def detect_change(statement: Statement) -> Change | None:
     """The change a statement states, or None (also for every guarded statement)."""
+    if statement.label in _TASK_LABELS or history(statement):
+        return None  # "TODO: move the demo to Friday" is still to do; "used to" is history
+    cancel = _negated_cancel(statement)
+    if cancel is not None:
+        return cancel
     if statement.guarded or not statement.parseable:
         return None
+    switched = _switched_preference(statement)
+    if switched is not None:
+        return switched
     done = _task_done(statement)
     if done is not None:
         return done
     for kind, pattern in _PATTERNS:
         match = pattern.search(statement.core)
         if match:
-            return _from_pattern(kind, match)
+            change = _from_pattern(kind, match)
+            return None if change is None else replace(change, fact=parse_fact(statement))
     instead = _INSTEAD.match(statement.core)
     if instead:
         return _instead(instead)
     no_longer = _no_longer(statement)
     if no_longer is not None:
         return no_longer
-    return _restatement(statement)
+    return _done_participle(statement) or _restatement(statement)
 
 
 # --- matching candidates -----------------------------------------------------------------------------
@@ -504,12 +656,14 @@ def _accepts(change: Change, candidate: CandidateMemory, today: date) -> bool:
     old_found = change.old is not None and _old_found(change.old, content_terms, today)
     if change.old is not None and not old_found:
         return False
-    if change.kind in {"correction", "restatement"}:
-        return _restates(change, candidate)
+    if change.kind in {"correction", "restatement", "conflict"}:
+        return _retires_fact(change, candidate)
+    if change.kind == "cancel" and _says_not_happening(candidate.content):
+        return False
     if change.kind == "preference":
         return _prefers_otherwise(change, candidate, content_terms, today)
-    if change.kind == "task_done" and candidate.type != "task":
-        return False
+    if change.kind == "task_done":
+        return _closes_task(change, candidate, content_terms)
     if change.kind in {"switch", "replace"} and change.subject is None:
         uses = candidate.type in {"decision", "preference"} or bool(content_terms & _USE_TERMS)
         return uses and (not change.context or key_terms(change.context) <= content_terms)
@@ -519,9 +673,98 @@ def _accepts(change: Change, candidate: CandidateMemory, today: date) -> bool:
         return _overlap(change.context, content_terms) >= 2 / 3 and len(key_terms(change.context)) >= 2
     if change.new is not None and _already_says(change.new, candidate):
         return False
-    if change.kind == "rename" and old_found and content_terms & _NAMING_TERMS:
+    if change.kind == "rename" and old_found and (content_terms & _NAMING_TERMS or _names(change, candidate)):
         return True
+    if change.kind in _FACT_FAMILIES and _fact_conflict(change, _candidate_fact(candidate)):
+        return True  # "Mia moved to Porto" retires "Mia lives in Lisbon"
     return _subject_fits(key_terms(change.subject or ""), candidate, content_terms, old_found)
+
+
+def _other_holder(change: Change, candidate: CandidateMemory) -> bool:
+    """ "Lea: My favorite editor is Vim" and "Jin: My favorite editor is Emacs" are two people's."""
+    if change.copula is None or change.copula.determiner != "my":
+        return False
+    statement = statement_of_text(candidate.content)
+    old = parse_copula(statement.core)
+    return old is not None and old.determiner == "my" and (statement.speaker or "").lower() != change.holder
+
+
+def _retires_fact(change: Change, candidate: CandidateMemory) -> bool:
+    """A correction, restatement or conflict: the same holder and scope, a thing for a subject, no
+    opinion on either side, the same speaker or a cue or a fact value; then the facts conflict or
+    the copulas restate."""
+    old = _candidate_fact(candidate)
+    if _other_holder(change, candidate) or (
+        change.fact and old and distinct_scopes(change.fact, old, change.cued)
+    ):
+        return False
+    if not _thing_subject(change) or _evaluation(change, candidate, old):
+        return False
+    if not _speakers_agree(change, candidate, old):
+        return False
+    return _fact_conflict(change, old) or (change.kind != "conflict" and _restates(change, candidate))
+
+
+def _thing_subject(change: Change) -> bool:
+    """The subject names a thing, not a clause: "Loving it when people ..." and "Love being with
+    people who ..." are no subjects a value belongs to."""
+    words = change.subject_words or change.subject or ""
+    tokens = {_word(token) for token in words.split()}
+    return plausible_subject(words) and not tokens & _CLAUSE_WORDS
+
+
+def _evaluation(change: Change, candidate: CandidateMemory, old: Fact | None) -> bool:
+    """Either side is an opinion ("The colors are so bold", "LeBron is incredible"), not a fact
+    value: opinions do not retire each other."""
+    new_values = [change.new, change.fact.value if change.fact else None]
+    copula = parse_copula(statement_of_text(unresolved(candidate.content)).core)
+    old_values = [old.value if old else None, copula.value if copula else None]
+    return any(value is not None and evaluative(value) for value in new_values + old_values)
+
+
+def _speakers_agree(change: Change, candidate: CandidateMemory, old: Fact | None) -> bool:
+    """Another speaker's statement retires a memory only with a cue, or with a fact value of the
+    same kind for the same specific subject (facts.across_speakers): "Pets are great" by Maria
+    is no update of John's "Pets are the best"."""
+    speaker = (statement_of_text(candidate.content).speaker or "").lower()
+    if not change.holder or not speaker or speaker == change.holder:
+        return True
+    if change.cued or (change.fact is not None and change.fact.cued):
+        return True
+    return change.fact is not None and old is not None and across_speakers(change.fact, old)
+
+
+def _candidate_fact(candidate: CandidateMemory) -> Fact | None:
+    return parse_fact(statement_of_text(unresolved(candidate.content)))
+
+
+def _fact_conflict(change: Change, old: Fact | None) -> bool:
+    """The candidate states a fact the change's fact gives another value (facts.conflicts)."""
+    return change.fact is not None and old is not None and conflicts(change.fact, old, change.cued)
+
+
+def _closes_task(change: Change, candidate: CandidateMemory, content_terms: frozenset[str]) -> bool:
+    """A completed task closes a task with the same subject; with its own verb done ("is
+    updated"), the task must use that verb."""
+    if candidate.type != "task":
+        return False
+    subject_terms = key_terms(change.subject or "")
+    if change.verb and not key_terms(change.verb) <= content_terms:
+        return False
+    if _subject_fits(subject_terms, candidate, content_terms, False):
+        return True
+    return len(subject_terms) >= 2 and subject_terms <= content_terms
+
+
+def _names(change: Change, candidate: CandidateMemory) -> bool:
+    """The candidate names the old name: as its subject ("Ledger API handles ...") or value."""
+    old = (change.old or "").lower()
+    statement = statement_of_text(candidate.content)
+    copula = parse_copula(statement.core)
+    if copula is not None and copula.value.lower().strip(" .") == old:
+        return True
+    core = statement.core.lower()
+    return core.startswith((f"{old} ", f"the {old} ", f"our {old} "))
 
 
 def _same_value(first: str, second: str) -> bool:
@@ -600,5 +843,17 @@ def rewritten_fact(change: Change, retired: Sequence[CandidateMemory], today: da
     if change.kind == "reassign":
         return f"{subject} is assigned to {new}."
     if change.kind == "rename":
-        return f"{subject} is now called {new}."
+        return _renamed_value(change, retired, new) or f"{subject} is now called {new}."
+    return None
+
+
+def _renamed_value(change: Change, retired: Sequence[CandidateMemory], new: str) -> str | None:
+    """ "Our Slack channel for releases is #releases." when the retired memory had the old name
+    as its value ("... is #ship-it"): the question that found the old name finds the new one."""
+    old = (change.old or "").lower()
+    for candidate in retired:
+        copula = parse_copula(statement_of_text(unresolved(candidate.content)).core)
+        if copula is not None and copula.value.lower().strip(" .") == old:
+            words = f"{copula.determiner} {copula.subject_words}".strip()
+            return f"{words[:1].upper()}{words[1:]} is {new}."
     return None

@@ -30,7 +30,7 @@ REPORTED: Final = 0.5
 FALLBACK_EPISODE: Final = 0.4
 QUESTION: Final = 0.3
 
-ValueKind = Literal["time", "date", "number", "name", "other"]
+ValueKind = Literal["time", "date", "number", "name", "code", "other"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +145,15 @@ _DATE_VALUE: Final = re.compile(
     r"|wednesday|thursday|friday|saturday|sunday|today|tomorrow|tonight|next week|next month)\b",
     re.I,
 )
-_NUMBER_VALUE: Final = re.compile(r"^[$€£]?\d[\d,.]*\s*[%\w]{0,12}$")
+#: A number, an amount, a phone number or an address with a few words after it ("$29 a month",
+#: "0800 123 456", "88 Queen Street", "three weeks").
+_NUMBER_VALUE: Final = re.compile(
+    r"^(?:[$€£+]?\d[\d,.]*(?:[\s-]\d[\d,.]*)*|(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven"
+    r"|twelve|twenty|thirty|forty|fifty|hundred)\b)\s*[%\w]{0,12}(?:\s+[\w/]+){0,3}$",
+    re.IGNORECASE,
+)
+#: One token that is an identifier: an email, a handle, a channel, a password, a version ("maple42").
+_CODE_VALUE: Final = re.compile(r"^(?=\S*[\d@#/])[\w@#./:+-]+$")
 _NAME_VALUE: Final = re.compile(r"^[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){0,2}$")
 
 _PREFERENCE: Final = re.compile(
@@ -159,7 +167,11 @@ _PREFERENCE_OLD: Final = re.compile(
     r"\s+(?:over|instead\s+of|rather\s+than|more\s+than)\s+(?P<old>\S.*)$", re.I
 )
 _PREFERENCE_TAIL: Final = re.compile(
-    r"(?:,?\s+(?:now|anymore|any\s+more|these\s+days|from\s+now\s+on|going\s+forward|instead|too))+$", re.I
+    r"(?:,?\s+(?:now|anymore|any\s+more|these\s+days|from\s+now\s+on|going\s+forward|instead|too|again))+$",
+    re.I,
+)
+_FRONTED_TOPIC: Final = re.compile(
+    r"^(?P<topic>(?:for|in|at|during|when)\s+[^,]{1,40}?),?\s+(?P<rest>(?:i|we)\s+\S.*)$", re.I
 )
 _PREFERENCE_TOPIC: Final = re.compile(r"\s+(?:for|in|during|when|at|on)\s+(?P<topic>\S.*)$", re.I)
 #: "my coffee black": the possessed noun is the subject ("coffee"), not the last word.
@@ -273,6 +285,8 @@ def value_kind(value: str) -> ValueKind:
         return "number"
     if _NAME_VALUE.match(value):
         return "name"
+    if _CODE_VALUE.match(value):
+        return "code"
     return "other"
 
 
@@ -301,8 +315,14 @@ def _holder(word: str, speaker: str | None) -> str:
     return lowered
 
 
+def _topic_last(core: str) -> str:
+    """ "For status updates I prefer Slack" -> "I prefer Slack for status updates"."""
+    fronted = _FRONTED_TOPIC.match(core)
+    return f"{fronted.group('rest')} {fronted.group('topic')}" if fronted else core
+
+
 def parse_preference(statement: Statement) -> Preference | None:
-    match = _PREFERENCE.match(statement.core)
+    match = _PREFERENCE.match(_topic_last(statement.core))
     if match is None:
         return None
     value = _PREFERENCE_TAIL.sub("", match.group("object"))

@@ -165,8 +165,10 @@ class RuleStructurer:
         # The links go on the rewritten fact when there is room for it, else on the statement.
         fact_fits = len(plan.drafts) + 2 <= MAX_DRAFTS_PER_EVENT
         main_links = () if fact_text is not None and fact_fits else links
+        # A conflict found by reading the statement as a fact keeps the statement's own subject.
+        subject = (subject_of(statement, main_type) if change.kind == "conflict" else None) or change.subject
         plan.drafts.append(
-            MemoryDraft(main_type, content, event.occurred_at, confidence, change.subject, main_links)
+            MemoryDraft(main_type, content, event.occurred_at, confidence, subject, main_links)
         )
         if fact_text is not None and fact_fits:
             plan.drafts.append(
