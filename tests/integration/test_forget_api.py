@@ -131,6 +131,13 @@ def test_given_an_old_fact_when_forgotten_by_id_then_the_newer_version_from_anot
     ]
     for question, extra in questions:
         assert not set(recalled_ids(project, question, **extra)) & set(old_ids), question
+        streamed = recall(project, {"question": question, **extra}, accept="text/event-stream")
+        assert streamed.status == 200
+        assert not any(memory_id in streamed.body for memory_id in old_ids), question  # SSE too
+    assert (
+        successor
+        in recall(project, {"question": "When is the release target?"}, accept="text/event-stream").body
+    )
     assert corpus_docs(handler_env, project) == docs_before - 1  # the structured memory; its
     # provisional copy was replaced (unindexed) already
 
