@@ -27,7 +27,7 @@ from when its handler starts in a worker, not from when the invocation was queue
 one: the worker arms an alarm, and a handler still running when it rings is stopped by a
 ``FunctionTimeout`` raised where it is (a BaseException, so that the handler's own ``except
 Exception`` cannot swallow it) and the invocation fails with Lambda's "Task timed out after
-N.NN seconds". Unlike Lambda, the worker is then reused, not replaced. The caller waits as
+N.NN seconds". As on Lambda, that worker is then replaced, not reused. The caller waits as
 long as the loader was told (``wait_seconds``): the HTTP front, as API Gateway, 29 s
 (``INTEGRATION_TIMEOUT_SECONDS``), then ``IntegrationTimeoutError`` (an invocation still queued
 then is dropped; one already running runs on); queue pollers and schedules until the function
@@ -234,6 +234,11 @@ class _Invocation:
                 self.future.set_result(result)
         if self.messages is not None:
             self.messages.put(("end",))
+
+
+def _timed_out(invocation: _Invocation) -> bool:
+    error = invocation.future.exception() if invocation.future.done() else None
+    return isinstance(error, FunctionError) and str(error).startswith("Task timed out after ")
 
 
 class _WorkerGoneError(Exception):
@@ -557,7 +562,14 @@ class ContainerPool:
                 if not worker.alive():
                     raise _NotDeliveredError
                 worker.run(invocation)
-                return worker
+                if not _timed_out(invocation):
+                    return worker
+                # As Lambda does: the environment a handler timed out in is not reused (the
+                # handler was stopped anywhere, its module state may be half-changed).
+                worker.kill()
+                self._forget(slot, worker)
+                log.warning("container %d: %s timed out; replacing it", slot, invocation.module)
+                return None if self._stopping else self._warm_worker(slot)
             except _NotDeliveredError:
                 replacement = self._replace(slot, worker, "while idle")
                 if replacement is None:

@@ -51,7 +51,17 @@ def test_a_handler_still_running_at_its_timeout_is_stopped_as_lambda_stops_it(po
         invoke(pool, SPECS["OneSecond"], {"sleep": 60})  # its `except Exception` cannot swallow it
 
     assert time.monotonic() - started < 30
-    assert invoke(pool, SPECS["OneSecond"], {})["swallowed"] is False  # the container serves on
+    assert invoke(pool, SPECS["OneSecond"], {})["swallowed"] is False  # the pool serves on
+
+
+def test_a_worker_whose_handler_timed_out_is_replaced_as_lambda_replaces_it(pool: ContainerPool) -> None:
+    invoke(pool, SPECS["OneSecond"], {})
+    (before,) = pool.worker_pids()
+    with pytest.raises(FunctionError, match=r"^Task timed out"):
+        invoke(pool, SPECS["OneSecond"], {"sleep": 60})
+
+    assert invoke(pool, SPECS["OneSecond"], {})["swallowed"] is False  # served by its replacement
+    assert pool.worker_pids() != [before]
 
 
 def test_the_context_counts_down_from_the_functions_timeout(pool: ContainerPool) -> None:
