@@ -3,6 +3,7 @@
 #   make run      the whole service locally: emulator, tables, HTTP front on $PORT (default 3000);
 #                 data kept in $KAIBO_DATA_DIR (default .kaibo-data/; :memory: keeps nothing)
 #   make reset    empty the local stack's data folder (stop the stack first)
+#   make docs     rebuild what the API serves without a key (functions/docs/site/: OpenAPI, llms.txt, docs.zip)
 #   make test     lint + types + every test (what CI runs)
 #   make lint     import contracts (docs/architecture.md), ruff (lint + format check) and mypy
 #   make bench    benchmarks (tables, not tests): bench/remember.py; QUICK=1 for a short run
@@ -22,7 +23,7 @@ PY := $(VENV)/bin/python
 export AWS_DEFAULT_REGION ?= us-east-1
 export KAIBO_TOOLS_BIN ?= $(CURDIR)/$(TOOLS)/bin
 
-.PHONY: run reset test lint pytest bench bench-recall-quality build deploy clean venv tools
+.PHONY: run reset docs test lint pytest bench bench-recall-quality build deploy clean venv tools
 
 # The runtime/test environment: the layer's exact pins + test tools + our two packages.
 $(VENV)/.installed: requirements-dev.txt layers/kaibo_core/requirements.txt layers/kaibo_core/pyproject.toml clients/python/pyproject.toml
@@ -44,6 +45,10 @@ tools: $(TOOLS)/.installed
 run: venv
 	exec env PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) -m kaibo_local
 
+# What the API serves without a key (/openapi.json, /docs/*), built from the code and docs/.
+docs: venv
+	PYTHONPATH=$(CURDIR):$(CURDIR)/layers/kaibo_core $(PY) tools/build_docs_site.py
+
 reset: venv
 	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) -m kaibo_local reset
 
@@ -51,7 +56,7 @@ lint: venv
 	PYTHONPATH=$(CURDIR):$(CURDIR)/layers/kaibo_core $(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy layers/kaibo_core/kaibo_core functions clients/python/kaibo local tests bench
+	$(VENV)/bin/mypy layers/kaibo_core/kaibo_core functions clients/python/kaibo local tests bench tools
 
 pytest: venv tools
 	$(VENV)/bin/pytest

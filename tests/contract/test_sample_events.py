@@ -66,6 +66,10 @@ EXPECTED_STATUS: dict[str, int] = {
     "forget.json": 200,  # after remember.json: a dry run of forgetting the release target
     "get-ledger.json": 200,  # the project's deletion ledger (empty until a forget)
     "get-receipt.json": 200,  # after a real forget: its receipt (id patched in)
+    "get-openapi.json": 200,  # no key: the OpenAPI document
+    "get-llms-txt.json": 200,  # no key
+    "get-llms-full-txt.json": 200,  # no key
+    "get-docs-zip.json": 200,  # no key: binary, base64-encoded
 }
 #: Samples of the queue and schedule triggers (not proxy events): structure a job, sweep.
 TRIGGER_SAMPLES = {"structure-jobs.json", "sweep.json", "purge.json"}
@@ -181,7 +185,7 @@ class LocalStack:
         multi = {k.lower(): v for k, v in (result.get("multiValueHeaders") or {}).items()}
         content_type = headers.get("content-type") or (multi.get("content-type") or [None])[0]
         text = result.get("body") or ""
-        if (content_type or "").startswith("text/event-stream"):
+        if (content_type or "").startswith(("text/", "application/zip")):  # event streams, the docs
             return Reply(result["statusCode"], text, content_type)
         return Reply(result["statusCode"], json.loads(text) if text else None, content_type)
 
@@ -330,11 +334,13 @@ def test_given_a_sample_then_it_is_what_api_gateway_delivers_after_the_authorize
     assert event["isBase64Encoded"] is False
     assert event["body"] is None or isinstance(json.loads(event["body"]), dict)
     assert {k: [v] for k, v in event["headers"].items()} == event["multiValueHeaders"]
-    assert event["headers"]["Authorization"].startswith("Bearer kb_")
     query = event["queryStringParameters"] or {}
     assert {k: [v] for k, v in query.items()} == (event["multiValueQueryStringParameters"] or {})
-
-    assert route.authorized
+    if not route.authorized:  # the docs: no key, no authorizer context
+        assert "Authorization" not in event["headers"]
+        assert "authorizer" not in context
+        return
+    assert event["headers"]["Authorization"].startswith("Bearer kb_")
     authorizer = context["authorizer"]
     assert authorizer["principalId"] == authorizer["keyId"]
     given = Principal.from_context(authorizer)

@@ -48,6 +48,10 @@ EXPECTED_ROUTES: dict[tuple[str, str], str] = {
     ("GET", "/v1/ledger"): "MemoriesFunction",
     ("GET", "/v1/receipts/{receipt_id}"): "MemoriesFunction",
     ("POST", "/v1/forget"): "ForgetFunction",
+    ("GET", "/openapi.json"): "DocsFunction",
+    ("GET", "/docs/llms.txt"): "DocsFunction",
+    ("GET", "/docs/llms-full.txt"): "DocsFunction",
+    ("GET", "/docs/docs.zip"): "DocsFunction",
 }
 
 #: Function → the exact (action, resource) pairs it is allowed; resources as "Table" or
@@ -123,6 +127,7 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
         ("dynamodb:DeleteItem", "TermIndexTable"),
         ("dynamodb:UpdateItem", "EventsTable"),
     },
+    "DocsFunction": set(),
     "SweeperFunction": {
         ("dynamodb:Query", "JobsTable/index/PendingJobs"),
         ("sqs:SendMessage", "StructuringQueue"),
@@ -346,7 +351,16 @@ def test_given_the_template_then_every_route_is_served_by_its_function(template:
     assert served == EXPECTED_ROUTES
 
 
-def test_given_the_template_then_every_route_is_on_kaibo_api_behind_the_authorizer(
+#: Routes served without a key: the docs (#17).
+PUBLIC_ROUTES = {
+    ("GET", "/openapi.json"),
+    ("GET", "/docs/llms.txt"),
+    ("GET", "/docs/llms-full.txt"),
+    ("GET", "/docs/docs.zip"),
+}
+
+
+def test_given_the_template_then_every_route_is_on_kaibo_api_behind_the_authorizer_but_the_docs(
     template: dict[str, Any],
 ) -> None:
     background = {"SQS", "Schedule"}  # the structure queue's consumer and the sweeper: no routes
@@ -356,7 +370,8 @@ def test_given_the_template_then_every_route_is_on_kaibo_api_behind_the_authoriz
                 continue
             assert event["Type"] == "Api", f"{spec.logical_id}.{name}"
             assert event["Properties"]["RestApiId"] == {"Ref": "KaiboApi"}, f"{spec.logical_id}.{name}"
-        assert all(route.authorized for route in spec.routes), spec.logical_id
+        public = {(route.method, route.path) for route in spec.routes if not route.authorized}
+        assert public <= PUBLIC_ROUTES, spec.logical_id  # only the docs are served without a key
     assert not any("{proxy+}" in path for _, path in EXPECTED_ROUTES)
 
 

@@ -13,6 +13,7 @@ it, and is killed; a guard process ends the group if the test run itself dies fi
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import multiprocessing
 import os
@@ -20,6 +21,8 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
+import zipfile
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -415,3 +418,20 @@ def test_given_curls_default_form_content_type_then_the_body_is_still_read_as_js
     with urllib.request.urlopen(request, timeout=30) as response:
         assert response.status == 202
         assert json.loads(response.read())["events"][0]["seq"] == 1
+
+
+def test_given_no_key_then_the_docs_and_the_openapi_document_are_served(stack: RunningStack) -> None:
+    def get(path: str) -> tuple[int, str, bytes]:
+        with urllib.request.urlopen(f"{stack.endpoint}{path}", timeout=30) as response:
+            return response.status, response.headers["Content-Type"], response.read()
+
+    status, content_type, body = get("/openapi.json")
+    assert (status, content_type) == (200, "application/json")
+    assert "/v1/forget" in json.loads(body)["paths"]
+    status, content_type, body = get("/docs/llms.txt")
+    assert (status, content_type) == (200, "text/plain; charset=utf-8")
+    assert body.startswith(b"# Kaibo")
+    status, content_type, body = get("/docs/docs.zip")
+    assert (status, content_type) == (200, "application/zip")
+    with zipfile.ZipFile(io.BytesIO(body)) as archive:  # binary through the HTTP front intact
+        assert "kaibo-docs/docs/forget.md" in archive.namelist()

@@ -69,6 +69,7 @@ FUNCTION_OF = {
     "/v1/ledger": "memories",
     "/v1/receipts/{receipt_id}": "memories",
     "/v1/forget": "forget",
+    "/openapi.json": "docs",
     "/v1/admin/projects": "admin",
     "/v1/admin/projects/{project_id}/keys": "admin",
     "/v1/admin/keys/{key_id}": "admin",
@@ -227,6 +228,17 @@ def _receipt(a: ProjectA, b: str) -> tuple[tuple[int, str], tuple[int, str]]:
     return normalized(get(receipt_id), receipt_id), normalized(get(missing), missing)
 
 
+def _public(path: str) -> Case:
+    """The docs name no project: B is answered exactly as anyone (the same document)."""
+
+    def case(a: ProjectA, b: str) -> tuple[tuple[int, str], tuple[int, str]]:
+        return normalized(as_project(b, "GET", path, path)), normalized(
+            as_project(a.project, "GET", path, path)
+        )
+
+    return case
+
+
 def _admin(method: str, path: str, resource: str, **kwargs: Any) -> Case:
     """Admin routes name no project of the caller's: a project key is refused (403) whatever it
     names, exactly as when it names its own project."""
@@ -254,6 +266,7 @@ CASES: dict[tuple[str, str], Case] = {
     ("POST", "/v1/forget"): _forget,
     ("GET", "/v1/ledger"): _ledger,
     ("GET", "/v1/receipts/{receipt_id}"): _receipt,
+    ("GET", "/openapi.json"): _public("/openapi.json"),
     ("POST", "/v1/admin/projects"): _admin(
         "POST", "/v1/admin/projects", "/v1/admin/projects", body={"name": "x"}
     ),
@@ -269,8 +282,13 @@ CASES: dict[tuple[str, str], Case] = {
 }
 
 
+#: Static files served without a key, the same bytes to anyone (tests/contract/test_docs_site.py
+#: checks they are exactly the built files): nothing of a project can be in them.
+STATIC_DOCS = {("GET", "/docs/llms.txt"), ("GET", "/docs/llms-full.txt"), ("GET", "/docs/docs.zip")}
+
+
 def test_given_every_route_then_it_has_an_isolation_case() -> None:
-    served = {(route.method, route.path) for route in routes(load_template())}
+    served = {(route.method, route.path) for route in routes(load_template())} - STATIC_DOCS
     assert served == set(CASES), f"routes without a case: {served - set(CASES)}; stale: {set(CASES) - served}"
 
 

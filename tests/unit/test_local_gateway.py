@@ -168,6 +168,10 @@ def test_given_the_template_then_the_routes_under_test_are_all_of_its_api_events
         ("POST", "/v1/forget"),
         ("GET", "/v1/ledger"),
         ("GET", "/v1/receipts/{receipt_id}"),
+        ("GET", "/openapi.json"),
+        ("GET", "/docs/llms.txt"),
+        ("GET", "/docs/llms-full.txt"),
+        ("GET", "/docs/docs.zip"),
     }
 
 
