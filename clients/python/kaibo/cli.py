@@ -86,6 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_memory_commands(commands, subparser_globals)
     _add_forget_commands(commands, subparser_globals)
     _add_verify_command(commands, subparser_globals)
+    mcp = commands.add_parser(
+        "mcp",
+        parents=[subparser_globals],
+        help="serve Kaibo's tools to an agent over MCP on stdio (needs: pip install 'kaibo[mcp]')",
+    )
+    mcp.set_defaults(handler=_mcp)
     return parser
 
 
@@ -385,6 +391,18 @@ def _remember_event(args: argparse.Namespace) -> dict[str, Any]:
 def _remember(args: argparse.Namespace) -> int:
     event = _remember_event(args)
     _print_json(_client(args).remember(args.stream, [event], wait=args.wait))
+    return EXIT_OK
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    try:
+        from kaibo.mcp_server import build_server  # noqa: PLC0415 - the MCP SDK only here
+
+        server = build_server(_client(args), os.environ.get(ENV_PROJECT_ID) or None)
+    except ImportError:
+        print("kaibo: error: the MCP server needs the mcp package: pip install 'kaibo[mcp]'", file=sys.stderr)
+        return EXIT_USAGE
+    server.run("stdio")
     return EXIT_OK
 
 
