@@ -24,6 +24,7 @@ from typing import Any, cast
 
 import pytest
 
+import kaibo as kaibo_package
 from kaibo_core.api.mapping import stored_event
 from kaibo_core.core import chain
 from kaibo_core.core.api_keys import admin_key_hash, is_admin_key
@@ -679,3 +680,16 @@ def test_given_a_stream_when_listing_events_then_json_lines_across_pages(stub: S
     assert result.returncode == 0, result.stderr
     assert [json.loads(line)["seq"] for line in result.stdout.splitlines()] == [2, 3, 4, 5, 6, 7]
     assert stub.event_requests(CHAT) == [2, 5]
+
+
+def test_given_version_then_the_client_version_is_printed(stub: Stub) -> None:
+    result = kaibo(stub, "--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"kaibo {kaibo_package.__version__}"
+
+
+def test_given_an_unknown_stream_when_listing_events_then_it_says_so_and_fails(stub: Stub) -> None:
+    result = kaibo(stub, "events", "--stream", "no-such-stream")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "no stream 'no-such-stream'" in result.stderr

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
+from kaibo import __version__
 from kaibo.client import KaiboAPIError, KaiboClient, KaiboConnectionError, KaiboError
 from kaibo.ledger_verify import LedgerReport, ReceiptReport, parse_project_id, verify_ledger, verify_receipt
 from kaibo.verify import StreamReport, iter_verify_all, parse_head, verify_stream
@@ -26,6 +27,7 @@ from kaibo_core.core.api_keys import issue_admin_key
 EXIT_OK = 0
 EXIT_CHAIN_FAILURE = 1
 EXIT_NOT_CONFIRMED = 1
+EXIT_NOT_FOUND = 1
 EXIT_USAGE = 2
 
 ENV_ENDPOINT = "KAIBO_ENDPOINT"
@@ -78,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Kaibo client: manage keys, remember and forget, verify the hash chains and the ledger.",
         parents=[_global_options(None)],
     )
+    parser.add_argument("--version", action="version", version=f"kaibo {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     _add_key_commands(commands, subparser_globals)
@@ -441,8 +444,13 @@ def _streams(args: argparse.Namespace) -> int:
 
 
 def _events(args: argparse.Namespace) -> int:
+    printed = 0
     for event in _client(args).events(args.stream, from_seq=args.from_seq):
         print(json.dumps(event, ensure_ascii=False))
+        printed += 1
+    if printed == 0 and args.from_seq == 1:  # a stream exists once it has an event
+        print(f"kaibo: no stream {args.stream!r} in this project (it has no event)", file=sys.stderr)
+        return EXIT_NOT_FOUND
     return EXIT_OK
 
 
