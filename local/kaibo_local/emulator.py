@@ -173,11 +173,7 @@ class SerializedDynamoDBApp:
         if not is_dynamodb_request(environ):
             return self._app(environ, start_response)
         recorder = self.recorder
-        if recorder is None:
-            with dynamodb_lock():
-                # The app reads the request body, and the response is produced in full, under the lock.
-                return _materialize(self._app(environ, start_response))
-        body = _request_body(environ)
+        body = _request_body(environ) if recorder is not None else b""
         statuses: list[str] = []
 
         def remember_status(status: str, headers: Any, exc_info: Any = None) -> Any:
@@ -185,8 +181,9 @@ class SerializedDynamoDBApp:
             return start_response(status, headers, exc_info)
 
         with dynamodb_lock():
+            # The app reads the request body, and the response is produced in full, under the lock.
             response = _materialize(self._app(environ, remember_status))
-            if statuses and statuses[-1].startswith("200"):
+            if recorder is not None and statuses and statuses[-1].startswith("200"):
                 recorder(str(environ.get("HTTP_X_AMZ_TARGET", "")), body)
             return response
 

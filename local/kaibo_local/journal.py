@@ -80,22 +80,21 @@ class RecordWriter:
         self.size = os.fstat(self._fd).st_size
 
     def append(self, payload: bytes) -> None:
-        record = frame(payload)
-        written = os.write(self._fd, record)
-        while written < len(record):  # a regular file takes it whole, short of a full disk
-            written += os.write(self._fd, record[written:])
+        self._write(payload)
         os.fdatasync(self._fd)
-        self.size += len(record)
 
     def append_many(self, payloads: list[bytes]) -> None:
         """Several records, synced once at the end (for snapshots, written before they count)."""
         for payload in payloads:
-            record = frame(payload)
-            view = memoryview(record)
-            while view:
-                view = view[os.write(self._fd, view) :]
-            self.size += len(record)
+            self._write(payload)
         os.fdatasync(self._fd)
+
+    def _write(self, payload: bytes) -> None:
+        record = frame(payload)
+        view = memoryview(record)
+        while view:  # a regular file takes it whole, short of a full disk
+            view = view[os.write(self._fd, view) :]
+        self.size += len(record)
 
     def close(self) -> None:
         if self._fd >= 0:

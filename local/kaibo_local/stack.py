@@ -406,13 +406,9 @@ def _wait_warm(pools: list[ContainerPool], cancel: threading.Event | None) -> No
 
 def _schedule(schedule: ScheduleTrigger, handler: Handler, store: Store | None) -> ScheduleTimer:
     override = os.environ.get(SCHEDULE_OVERRIDES.get(schedule.function, ""), "")
-    compacts = store is not None and store.tables is not None and schedule.function in COMPACT_AFTER
-    return ScheduleTimer(
-        schedule,
-        handler,
-        float(override) if override else None,
-        after_run=store.tables.compact if compacts and store and store.tables else None,
-    )
+    tables = store.tables if store is not None else None
+    compact = tables.compact if tables is not None and schedule.function in COMPACT_AFTER else None
+    return ScheduleTimer(schedule, handler, float(override) if override else None, after_run=compact)
 
 
 def _or_exit(record: Callable[[str, bytes], None]) -> Callable[[str, bytes], None]:

@@ -383,9 +383,9 @@ class KilledError(Exception):
     """The purge's process dying at a chosen DynamoDB write (raised before the write is sent)."""
 
 
-def purger_dying_at(stack: Any, write: int | None) -> tuple[Purger, list[str]]:
-    """A purge on its own real client whose ``write``-th write (from 1) dies before it is sent
-    (None: never); and the writes it sent."""
+def dying_client(stack: Any, write: int | None) -> tuple[Any, list[str]]:
+    """A real DynamoDB client whose ``write``-th write (from 1) dies before it is sent (None:
+    never); and the writes it sent."""
     client = boto3.client(
         "dynamodb",
         endpoint_url=stack.endpoint_url,
@@ -402,6 +402,12 @@ def purger_dying_at(stack: Any, write: int | None) -> tuple[Purger, list[str]]:
             sent.append(model.name)
 
     client.meta.events.register("before-call.dynamodb.*", before_call)
+    return client, sent
+
+
+def purger_dying_at(stack: Any, write: int | None) -> tuple[Purger, list[str]]:
+    """A purge on a ``dying_client``, and the writes it sent."""
+    client, sent = dying_client(stack, write)
     tables = stack.tables
     store = DynamoForgetStore(
         client, tables["MemoriesTable"], tables["TermIndexTable"], tables["EventsTable"]
@@ -504,8 +510,7 @@ def test_given_a_forget_that_died_after_its_ledger_entry_then_the_next_purge_fin
 ) -> None:
     project = new_project()
     (made,) = remember_structured(handler_env, project, "chat", "The garage code is Quillmoth 4410.")
-    dying, _ = purger_dying_at(handler_env, 2)  # its client: the ledger append, then death
-    client = dying._store._client  # type: ignore[attr-defined]  # the same real client
+    client, _ = dying_client(handler_env, 2)  # the ledger append, then death
     tables = handler_env.tables
     service = ForgetService(
         DynamoForgetStore(client, tables["MemoriesTable"], tables["TermIndexTable"]),

@@ -383,12 +383,19 @@ class KaiboClient:
     ) -> Generator[dict[str, Any], None, None]:
         """GET /v1/streams/{stream}/events from ``from_seq`` on, following ``nextFromSeq``."""
         path = f"/v1/streams/{urllib.parse.quote(stream, safe='')}/events"
+        yield from self._pages(path, "events", from_seq, {"limit": limit})
+
+    def _pages(
+        self, path: str, field: str, from_seq: int, query: Mapping[str, str | int] | None = None
+    ) -> Generator[dict[str, Any], None, None]:
+        """The ``field`` list of every page of ``path`` from ``from_seq`` on, following
+        ``nextFromSeq`` (which must advance)."""
         while True:
-            page = self._object("GET", path, query={"fromSeq": from_seq, "limit": limit})
-            events = page.get("events")
-            if not isinstance(events, list):
-                raise KaiboAPIError(200, "invalid_response", f"GET {path}: 'events' is not a list")
-            yield from events
+            page = self._object("GET", path, query={**(query or {}), "fromSeq": from_seq})
+            items = page.get(field)
+            if not isinstance(items, list):
+                raise KaiboAPIError(200, "invalid_response", f"GET {path}: '{field}' is not a list")
+            yield from items
             next_from = page.get("nextFromSeq")
             if next_from is None:
                 return
@@ -433,19 +440,7 @@ class KaiboClient:
 
     def ledger(self, from_seq: int = 1) -> Generator[dict[str, Any], None, None]:
         """GET /v1/ledger from ``from_seq`` on, following ``nextFromSeq``: the entries, oldest first."""
-        path = "/v1/ledger"
-        while True:
-            page = self._object("GET", path, query={"fromSeq": from_seq})
-            entries = page.get("entries")
-            if not isinstance(entries, list):
-                raise KaiboAPIError(200, "invalid_response", f"GET {path}: 'entries' is not a list")
-            yield from entries
-            next_from = page.get("nextFromSeq")
-            if next_from is None:
-                return
-            if type(next_from) is not int or next_from <= from_seq:
-                raise KaiboAPIError(200, "invalid_response", f"GET {path}: nextFromSeq does not advance")
-            from_seq = next_from
+        yield from self._pages("/v1/ledger", "entries", from_seq)
 
     def receipt(self, receipt_id: str) -> dict[str, Any]:
         """GET /v1/receipts/{id}: the ledger entry of one forget plus its ``state`` (tombstoned|purged)."""
