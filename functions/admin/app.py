@@ -23,7 +23,7 @@ from kaibo_core.api.models import (
 )
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.runtime import wiring
-from kaibo_core.runtime.http import ERROR_RESPONSES, create_resolver, injected, principal, resolve
+from kaibo_core.runtime.http import create_resolver, injected, principal, resolve, responses
 from kaibo_core.runtime.observability import logger
 from kaibo_core.services.admin import AdminService
 
@@ -41,7 +41,7 @@ def service() -> AdminService:
     "/v1/admin/projects",
     status_code=201,
     summary="Create a project and its first API key",
-    responses=ERROR_RESPONSES,
+    responses=responses(201, "Created; the API key is in the body, once"),
 )
 def create_project(request: Annotated[CreateProjectRequest, Body()]) -> CreateProjectResponse:
     principal(app).require_admin()
@@ -54,7 +54,7 @@ def create_project(request: Annotated[CreateProjectRequest, Body()]) -> CreatePr
     "/v1/admin/projects/<project_id>/keys",
     status_code=201,
     summary="Create another API key",
-    responses=ERROR_RESPONSES,
+    responses=responses(201, "Created; the API key is in the body, once"),
 )
 def create_key(project_id: ProjectIdParam, request: Annotated[CreateKeyRequest, Body()]) -> CreateKeyResponse:
     principal(app).require_admin()
@@ -63,7 +63,11 @@ def create_key(project_id: ProjectIdParam, request: Annotated[CreateKeyRequest, 
     return mapping.created_key(created)
 
 
-@app.delete("/v1/admin/keys/<key_id>", summary="Revoke an API key", responses=ERROR_RESPONSES)
+@app.delete(
+    "/v1/admin/keys/<key_id>",
+    summary="Revoke an API key",
+    responses=responses(204, "Revoked", content={}),
+)
 def revoke_key(key_id: KeyIdParam) -> Response[str]:
     principal(app).require_admin()
     service().revoke_key(key_id)

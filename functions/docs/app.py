@@ -17,14 +17,22 @@ from pathlib import Path
 from typing import Any, Final
 
 from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.types import (
+    OpenAPIResponseContentModel,
+    OpenAPIResponseContentSchema,
+)
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from kaibo_core.runtime.http import ERROR_RESPONSES, create_resolver, resolve
+from kaibo_core.runtime.http import create_resolver, resolve, responses
 from kaibo_core.runtime.observability import logger
 
 SITE: Final = Path(__file__).resolve().parent / "site"
 #: Browsers and agents may cache the docs for an hour; a deploy changes them.
 CACHE_CONTROL: Final = "public, max-age=3600"
+#: The text files' answer, as /openapi.json documents it.
+TEXT: Final[dict[str, OpenAPIResponseContentSchema | OpenAPIResponseContentModel]] = {
+    "text/plain": {"schema": {"type": "string"}}
+}
 
 app = create_resolver()
 
@@ -43,17 +51,29 @@ def _serve(name: str, content_type: str) -> Response[str]:
     )
 
 
-@app.get("/openapi.json", summary="The OpenAPI document of this API (no key)", responses=ERROR_RESPONSES)
+@app.get(
+    "/openapi.json",
+    summary="The OpenAPI document of this API (no key)",
+    responses=responses(200, "OpenAPI 3.1", content={"application/json": {"schema": {"type": "object"}}}),
+)
 def openapi() -> Response[str]:
     return _serve("openapi.json", "application/json")
 
 
-@app.get("/docs/llms.txt", summary="llms.txt: what Kaibo is, and links (no key)", responses=ERROR_RESPONSES)
+@app.get(
+    "/docs/llms.txt",
+    summary="llms.txt: what Kaibo is, and links (no key)",
+    responses=responses(200, "Markdown", content=TEXT),
+)
 def llms() -> Response[str]:
     return _serve("llms.txt", "text/plain; charset=utf-8")
 
 
-@app.get("/docs/llms-full.txt", summary="Every doc in one text file (no key)", responses=ERROR_RESPONSES)
+@app.get(
+    "/docs/llms-full.txt",
+    summary="Every doc in one text file (no key)",
+    responses=responses(200, "Markdown", content=TEXT),
+)
 def llms_full() -> Response[str]:
     return _serve("llms-full.txt", "text/plain; charset=utf-8")
 
@@ -61,7 +81,15 @@ def llms_full() -> Response[str]:
 ZIP_PATH: Final = "/docs/docs.zip"
 
 
-@app.get(ZIP_PATH, summary="The Markdown docs as a zip (no key)", responses=ERROR_RESPONSES)
+@app.get(
+    ZIP_PATH,
+    summary="The Markdown docs as a zip (no key)",
+    responses=responses(
+        200,
+        "A zip of Markdown files",
+        content={"application/zip": {"schema": {"contentMediaType": "application/zip"}}},
+    ),
+)
 def docs_zip() -> None:
     """Declared for the OpenAPI document; answered by ``zip_response`` (binary, base64-encoded as
     API Gateway's binary media types need it, which the resolver's validation cannot carry)."""

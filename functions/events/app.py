@@ -14,15 +14,10 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from kaibo_core.api import mapping
-from kaibo_core.api.models import EventsPage, StreamsPage
-from kaibo_core.core.limits import (
-    DEFAULT_EVENTS_PAGE,
-    DEFAULT_STREAMS_PAGE,
-    MAX_EVENTS_PAGE,
-    MAX_STREAMS_PAGE,
-)
+from kaibo_core.api.models import EventsPage, EventsPageLimit, QuerySeq, StreamsPage, StreamsPageLimit
+from kaibo_core.core.limits import DEFAULT_EVENTS_PAGE, DEFAULT_STREAMS_PAGE
 from kaibo_core.runtime import wiring
-from kaibo_core.runtime.http import ERROR_RESPONSES, create_resolver, injected, principal, resolve
+from kaibo_core.runtime.http import create_resolver, injected, principal, resolve, responses
 from kaibo_core.runtime.observability import logger
 from kaibo_core.services.streams import StreamsService
 
@@ -33,20 +28,28 @@ def service() -> StreamsService:
     return injected(app, "service", StreamsService, wiring.streams_service)
 
 
-@app.get("/v1/streams", summary="List the project's streams and their heads", responses=ERROR_RESPONSES)
+@app.get(
+    "/v1/streams",
+    summary="List the project's streams and their heads",
+    responses=responses(200, "A page of streams, each with its head"),
+)
 def list_streams(
     cursor: Annotated[str | None, Query(max_length=512)] = None,
-    limit: Annotated[int, Query(ge=1, le=MAX_STREAMS_PAGE)] = DEFAULT_STREAMS_PAGE,
+    limit: Annotated[StreamsPageLimit, Query()] = DEFAULT_STREAMS_PAGE,
 ) -> StreamsPage:
     project = principal(app).project_with_scope("read")
     return mapping.streams_page(service().heads_page(project, cursor, limit))
 
 
-@app.get("/v1/streams/<stream>/events", summary="Page through a stream's events", responses=ERROR_RESPONSES)
+@app.get(
+    "/v1/streams/<stream>/events",
+    summary="Page through a stream's events",
+    responses=responses(200, "A page of the stream's events, in sequence"),
+)
 def list_events(
     stream: str,
-    fromSeq: Annotated[int, Query(ge=1)] = 1,  # noqa: N803 - wire name
-    limit: Annotated[int, Query(ge=1, le=MAX_EVENTS_PAGE)] = DEFAULT_EVENTS_PAGE,
+    fromSeq: Annotated[QuerySeq, Query()] = 1,  # noqa: N803 - wire name
+    limit: Annotated[EventsPageLimit, Query()] = DEFAULT_EVENTS_PAGE,
 ) -> EventsPage:
     project = principal(app).project_with_scope("read")
     return mapping.events_page(service().events_page(project, stream, fromSeq, limit))

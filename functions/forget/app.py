@@ -19,7 +19,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from kaibo_core.api import mapping
 from kaibo_core.api.models import ForgetRequest, ForgetResponse
 from kaibo_core.runtime import wiring
-from kaibo_core.runtime.http import ERROR_RESPONSES, create_resolver, injected, principal, resolve
+from kaibo_core.runtime.http import create_resolver, injected, principal, resolve, responses
 from kaibo_core.runtime.observability import logger, metrics
 from kaibo_core.services.forgetting import ForgetService
 
@@ -33,7 +33,7 @@ def forgetting() -> ForgetService:
 @app.post(
     "/v1/forget",
     summary="Forget memories: tombstone now, purge after the grace window, a receipt in the ledger",
-    responses=ERROR_RESPONSES,
+    responses=responses(200, "The set (a dry run), or what was forgotten and its receipt"),
 )
 def forget(request: Annotated[ForgetRequest, Body()]) -> ForgetResponse:
     project = principal(app).project_with_scope("forget")

@@ -27,10 +27,11 @@ from kaibo_core.api.models import (
     JobOut,
     LedgerPage,
     MemoryOut,
+    QuerySeq,
     ReceiptStateOut,
 )
 from kaibo_core.runtime import wiring
-from kaibo_core.runtime.http import ERROR_RESPONSES, create_resolver, injected, principal, resolve
+from kaibo_core.runtime.http import create_resolver, injected, principal, resolve, responses
 from kaibo_core.runtime.observability import logger
 from kaibo_core.services.jobs import JobsService
 from kaibo_core.services.ledger import LedgerService
@@ -51,7 +52,11 @@ def ledger() -> LedgerService:
     return injected(app, "ledger", LedgerService, wiring.ledger_service)
 
 
-@app.get("/v1/memories/<memory_id>", summary="Get one memory (any status)", responses=ERROR_RESPONSES)
+@app.get(
+    "/v1/memories/<memory_id>",
+    summary="Get one memory (any status)",
+    responses=responses(200, "The memory (no content once tombstoned)"),
+)
 def get_memory(memory_id: str) -> MemoryOut:
     project = principal(app).project_with_scope("read")
     return mapping.memory_out(memories().get(project, memory_id))
@@ -60,27 +65,35 @@ def get_memory(memory_id: str) -> MemoryOut:
 @app.post(
     "/v1/explain",
     summary="Explain a memory: the versions that led to it, oldest first, with source events",
-    responses=ERROR_RESPONSES,
+    responses=responses(200, "The chain of versions, oldest first"),
 )
 def explain(request: Annotated[ExplainRequest, Body()]) -> ExplainResponse:
     project = principal(app).project_with_scope("read")
     return mapping.explain_response(memories().explain(project, request.memoryId))
 
 
-@app.get("/v1/jobs/<job_id>", summary="Get a structuring job", responses=ERROR_RESPONSES)
+@app.get("/v1/jobs/<job_id>", summary="Get a structuring job", responses=responses(200, "The job"))
 def get_job(job_id: str) -> JobOut:
     project = principal(app).project_with_scope("read")
     return mapping.job_out(jobs().get(project, job_id))
 
 
-@app.get("/v1/ledger", summary="Page through the deletion ledger, oldest first", responses=ERROR_RESPONSES)
-def get_ledger(fromSeq: Annotated[int, Query(ge=1)] = 1) -> LedgerPage:  # noqa: N803 - wire name
+@app.get(
+    "/v1/ledger",
+    summary="Page through the deletion ledger, oldest first",
+    responses=responses(200, "A page of ledger entries"),
+)
+def get_ledger(
+    fromSeq: Annotated[QuerySeq, Query()] = 1,  # noqa: N803 - wire name
+) -> LedgerPage:
     project = principal(app).project_with_scope("read")
     return mapping.ledger_page(*ledger().page(project, fromSeq))
 
 
 @app.get(
-    "/v1/receipts/<receipt_id>", summary="Get a forget's receipt and its state", responses=ERROR_RESPONSES
+    "/v1/receipts/<receipt_id>",
+    summary="Get a forget's receipt and its state",
+    responses=responses(200, "The receipt's ledger entry and its state"),
 )
 def get_receipt(receipt_id: str) -> ReceiptStateOut:
     project = principal(app).project_with_scope("read")

@@ -15,7 +15,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from kaibo_core.runtime import wiring
-from kaibo_core.runtime.observability import logger, metrics
+from kaibo_core.runtime.observability import log_failure, logger, metrics
 from kaibo_core.services.purging import Purger
 
 #: A run stops starting entries when less time than this is left before its timeout.
@@ -30,9 +30,12 @@ def lambda_handler(
     context: LambdaContext,
     purger: Purger | None = None,
 ) -> dict[str, Any]:
-    result = (purger or wiring.purger()).run(
-        has_time=lambda: context.get_remaining_time_in_millis() > TIME_MARGIN_MS
-    )
+    try:
+        result = (purger or wiring.purger()).run(
+            has_time=lambda: context.get_remaining_time_in_millis() > TIME_MARGIN_MS
+        )
+    except Exception as exc:  # the next run resumes; one line, and no message reaches Lambda's log
+        raise log_failure("purge", exc) from None
     metrics.add_metric("MemoriesPurged", MetricUnit.Count, result.memories)
     log = logger.info if result.complete else logger.warning
     log(

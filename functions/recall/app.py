@@ -24,7 +24,7 @@ from kaibo_core.api import mapping
 from kaibo_core.api.models import RecallRequest, RecallResponse
 from kaibo_core.core.models.recall import RecallAnswer
 from kaibo_core.runtime import wiring
-from kaibo_core.runtime.http import ERROR_RESPONSES, create_resolver, injected, principal, resolve
+from kaibo_core.runtime.http import create_resolver, injected, principal, resolve, responses
 from kaibo_core.runtime.observability import logger
 from kaibo_core.runtime.streaming import SseWriter, response_stream, wants_event_stream
 from kaibo_core.services.recall import RecallService, RecallStats
@@ -57,14 +57,15 @@ def _log(stats: RecallStats, answer: RecallAnswer) -> None:
 @app.post(
     "/v1/recall",
     summary="Recall the smallest cited set of memories that answers a question",
-    responses={
-        **ERROR_RESPONSES,
-        200: {
-            "description": "Items best first, or an explicit abstain. With Accept: text/event-stream, "
-            "the events candidates, packed and final (final = this JSON).",
-            "content": {"application/json": {}, "text/event-stream": {}},
+    responses=responses(
+        200,
+        "Items best first, or an explicit abstain. With Accept: text/event-stream, "
+        "the events candidates, packed and final (final = this JSON).",
+        content={
+            "application/json": {"model": RecallResponse},
+            "text/event-stream": {"schema": {"type": "string"}},
         },
-    },
+    ),
 )
 def recall(request: Annotated[RecallRequest, Body()]) -> RecallResponse | str:
     # ``| str``: the event stream's text, returned in a Response with its own content type.

@@ -19,7 +19,7 @@ from kaibo_core.api import mapping
 from kaibo_core.api.models import RememberRequest, RememberResponse
 from kaibo_core.core.models.events import RememberOutcome
 from kaibo_core.runtime import wiring
-from kaibo_core.runtime.http import ERROR_RESPONSES, create_resolver, injected, principal, resolve
+from kaibo_core.runtime.http import create_resolver, injected, principal, resolve, responses
 from kaibo_core.runtime.observability import logger, metrics
 from kaibo_core.runtime.settings import get_settings
 from kaibo_core.services.remember import RememberService
@@ -65,7 +65,10 @@ def _observe(outcome: RememberOutcome) -> None:
     "/v1/remember",
     status_code=202,
     summary="Append events to a stream",
-    responses={**ERROR_RESPONSES, 202: {"description": "Events appended or replayed"}},
+    responses={
+        **responses(202, "Events appended or replayed"),
+        200: {"description": "With wait: true, once the job is done: the structured memories and the job"},
+    },
 )
 def remember(request: Annotated[RememberRequest, Body()]) -> RememberResponse:
     project = principal(app).project_with_scope("write")

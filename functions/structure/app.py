@@ -25,7 +25,7 @@ from kaibo_core.core.job_messages import parse_job_message
 from kaibo_core.ports import JobStore
 from kaibo_core.runtime import wiring
 from kaibo_core.runtime.observability import failure_fields, logger, metrics
-from kaibo_core.services.structuring import StructuringService
+from kaibo_core.services.structuring import JobFailure, StructuringService
 
 # A batch whose every record failed is reported like any partial failure (each message retried
 # on its own and, after maxReceiveCount, sent to the DLQ) instead of raising.
@@ -38,22 +38,22 @@ def structure_record(record: SQSRecord, service: StructuringService, jobs: JobSt
     except ValueError:
         logger.error("not a job message", extra={"messageId": record.message_id})
         raise
+    failures: list[JobFailure] = []
     try:
-        stats = service.structure_job(project, job_id, jobs)
+        stats = service.structure_job(project, job_id, jobs, on_failure=failures.append)
     except Exception as exc:
         # The batch processor reports the record as failed (retried, then the DLQ) and logs
         # nothing itself. One line, ids and the error's class only: an SDK error's message may
         # quote stored values, and event text never reaches the logs.
-        logger.error(
-            "structuring failed",
-            extra={"jobId": job_id, "messageId": record.message_id, **failure_fields(exc)},
-        )
+        ids = {"projectId": project, "jobId": job_id, "messageId": record.message_id}
+        found = failures[0].log_fields() if failures else {}  # none: starting or finishing the job failed
+        logger.error("structuring failed", extra={**ids, **found, **failure_fields(exc)})
         raise
     metrics.add_metric("EventsStructured", MetricUnit.Count, stats.events)
     metrics.add_metric("MemoriesStructured", MetricUnit.Count, stats.memories)
     metrics.add_metric("MemoriesSuperseded", MetricUnit.Count, stats.superseded + stats.canceled)
     # Numbers and ids only: event text never reaches the logs.
-    logger.info("structured", extra={"jobId": job_id, **stats.counts()})
+    logger.info("structured", extra={"projectId": project, "jobId": job_id, **stats.counts()})
 
 
 @cold_start.resume_collector_after_first_invocation

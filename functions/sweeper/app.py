@@ -18,7 +18,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from kaibo_core.core.clock import utc_now
 from kaibo_core.runtime import wiring
-from kaibo_core.runtime.observability import logger, metrics
+from kaibo_core.runtime.observability import log_failure, logger, metrics
 from kaibo_core.runtime.settings import get_settings
 from kaibo_core.services.sweeping import Sweeper, SweepResult
 
@@ -45,7 +45,10 @@ def lambda_handler(
     context: LambdaContext,
     sweeper: Sweeper | None = None,
 ) -> dict[str, Any]:
-    result = sweep(sweeper or wiring.sweeper(), context)
+    try:
+        result = sweep(sweeper or wiring.sweeper(), context)
+    except Exception as exc:  # the next run resumes; one line, and no message reaches Lambda's log
+        raise log_failure("sweep", exc) from None
     metrics.add_metric("JobsRequeued", MetricUnit.Count, result.sent)
     log = logger.info if result.complete else logger.warning
     log(

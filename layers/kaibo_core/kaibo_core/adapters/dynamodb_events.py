@@ -9,8 +9,9 @@ Layout (keys built only by kaibo_core.core.storage_keys):
 
 An append is one TransactWriteItems: every idempotency key (``attribute_not_exists``),
 every event (``attribute_not_exists``) and the head (``headSeq = expected`` or
-absent for a new stream). A lost race is reported as ``AppendConflictError``, built from
-the positional cancellation reasons, for the service to retry.
+absent for a new stream). A lost race (a failed condition, or a ``TransactionConflict`` with a
+concurrent transaction) is reported as ``AppendConflictError``, built from the positional
+cancellation reasons, for the service to retry.
 """
 
 from __future__ import annotations
@@ -249,10 +250,13 @@ class DynamoEventStore:
         head_moved = head_reason.get("Code") == "ConditionalCheckFailed" or any(
             r.get("Code") == "ConditionalCheckFailed" for r in event_reasons
         )
-        if not claimed and not head_moved:
+        # Another transaction held one of the items (a concurrent append to the head, or one with
+        # the same key): a lost race like a moved head, retried after re-reading the head.
+        collided = any(r.get("Code") == "TransactionConflict" for r in reasons)
+        if not claimed and not head_moved and not collided:
             codes = [r.get("Code") for r in reasons]
             raise RuntimeError(f"transaction cancelled for an unexpected reason: {codes}") from exc
-        return AppendConflictError(head_moved, claimed)
+        return AppendConflictError(head_moved or collided, claimed)
 
     # -- reads ----------------------------------------------------------------------------------
 

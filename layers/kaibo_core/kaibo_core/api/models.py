@@ -6,11 +6,13 @@ wire format may gain fields without the store changing, and vice versa.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import re
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
@@ -23,11 +25,13 @@ from kaibo_core.core.forgetting import DEFAULT_MAX_MEMORIES as DEFAULT_FORGET_ME
 from kaibo_core.core.forgetting import MAX_MEMORIES_LIMIT as MAX_FORGET_MEMORIES
 from kaibo_core.core.limits import (
     DEFAULT_RECALL_BUDGET,
+    MAX_EVENTS_PAGE,
     MAX_EVENTS_PER_BATCH,
     MAX_IDEMPOTENCY_KEY_LENGTH,
     MAX_QUESTION_CHARS,
     MAX_RECALL_BUDGET,
     MAX_RECALL_STREAMS,
+    MAX_STREAMS_PAGE,
     STREAM_NAME_PATTERN,
 )
 from kaibo_core.core.models.keys import KeyScope, Scope
@@ -58,6 +62,29 @@ IdempotencyKey = Annotated[
         description="Unique per project. Never purged: keep personal data out of it.", examples=["msg-1001"]
     ),
 ]
+
+
+#: A number in a query string (``limit``, ``fromSeq``): plain decimal digits. Parsed from text, but
+#: not as leniently as ``int()``, which also takes " 5", "+5", "5.0" and "1_000".
+_DECIMAL_DIGITS = re.compile(r"[0-9]{1,16}")
+#: The largest ``fromSeq``: a sequence number is a JSON integer, exact up to 2^53 - 1 (and a
+#: DynamoDB number holds at most 38 digits: a longer one would be a 500, not a 422).
+MAX_QUERY_SEQ: Final = 2**53 - 1
+
+
+def _decimal_digits(value: object) -> object:
+    if isinstance(value, str) and not _DECIMAL_DIGITS.fullmatch(value):
+        raise ValueError("must be written in decimal digits only (at most 16), e.g. 500")
+    return value
+
+
+# Each number with its bounds on the int itself, inside the digits check. Bounds given around the
+# check (``Query(ge=1, le=1000)`` on ``Annotated[int, BeforeValidator(...)]``) are enforced too, but
+# pydantic then writes them into the JSON Schema as "ge"/"le", which are no JSON Schema keywords:
+# /openapi.json declared no bounds at all (found by fuzzing it, tests/integration/test_fuzz_openapi.py).
+QuerySeq = Annotated[int, Field(ge=1, le=MAX_QUERY_SEQ), BeforeValidator(_decimal_digits)]
+StreamsPageLimit = Annotated[int, Field(ge=1, le=MAX_STREAMS_PAGE), BeforeValidator(_decimal_digits)]
+EventsPageLimit = Annotated[int, Field(ge=1, le=MAX_EVENTS_PAGE), BeforeValidator(_decimal_digits)]
 
 
 class WireModel(BaseModel):
@@ -245,8 +272,16 @@ def _default_scopes() -> list[KeyScope]:
     return ["forget", "read", "write"]
 
 
+def _no_admin_scope(scopes: object) -> object:
+    if isinstance(scopes, list) and "admin" in scopes:
+        raise ValueError(
+            "admin cannot be granted to a project key: the admin routes take the deployment's admin key only"
+        )
+    return scopes
+
+
 class CreateKeyRequest(RequestModel):
-    scopes: list[KeyScope] = Field(
+    scopes: Annotated[list[KeyScope], BeforeValidator(_no_admin_scope)] = Field(
         default_factory=_default_scopes,
         min_length=1,
         description="read, write and/or forget. A project key cannot be an admin key: admin routes "

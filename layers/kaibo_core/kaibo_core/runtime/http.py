@@ -15,7 +15,11 @@ from typing import Any, TypeVar
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from aws_lambda_powertools.event_handler.openapi.types import (
+    OpenAPIResponse,
+    OpenAPIResponseContentModel,
+    OpenAPIResponseContentSchema,
+)
 
 from kaibo_core.api.models import ErrorResponse
 from kaibo_core.core.errors import KaiboError, TooManyRequestsError
@@ -40,7 +44,7 @@ _VALIDATION_CODES: Sequence[tuple[str, str | None, str, int]] = (
 ERROR_RESPONSES: dict[int, OpenAPIResponse] = {
     status: {"description": description, "content": {"application/json": {"model": ErrorResponse}}}
     for status, description in [
-        (400, "Malformed request (code malformed_json)"),
+        (400, "Malformed request (malformed_json, duplicate_key, json_too_deep, number_too_long)"),
         (401, "Missing, unknown or revoked API key"),
         (403, "The key lacks the route's scope"),
         (404, "No such route or resource"),
@@ -51,6 +55,23 @@ ERROR_RESPONSES: dict[int, OpenAPIResponse] = {
         (500, "A fault of ours: details.requestId names it"),
     ]
 }
+
+
+def responses(
+    status: int,
+    description: str,
+    content: dict[str, OpenAPIResponseContentSchema | OpenAPIResponseContentModel] | None = None,
+) -> dict[int, OpenAPIResponse]:
+    """A route's ``responses``: its success answer and ``ERROR_RESPONSES``.
+
+    Powertools documents a route's success answer only when the route gives no ``responses``:
+    a route that lists its errors alone has no 2xx in /openapi.json. Without ``content`` the
+    success answer's schema is the route's return annotation (JSON); ``content={}`` is an answer
+    without a body (204)."""
+    success: OpenAPIResponse = {"description": description}
+    if content is not None:
+        success["content"] = content
+    return {status: success, **ERROR_RESPONSES}
 
 
 def error_response(

@@ -26,3 +26,16 @@ def failure_fields(exc: BaseException) -> dict[str, str]:
     frames = traceback.extract_tb(exc.__traceback__)
     where = f"{Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
     return {"error": type(exc).__name__, "where": where}
+
+
+class FunctionFailedError(RuntimeError):
+    """What a scheduled function raises instead of its failure: the class of the original only.
+    Lambda logs an uncaught exception's message, and an SDK error's message may quote stored
+    values; the structured line before it carries the class and where it was raised."""
+
+
+def log_failure(what: str, exc: BaseException, **ids: object) -> FunctionFailedError:
+    """Log one structured line for a function's failure (class, place, ids; never a message) and
+    return the sanitized exception to raise ``from None``."""
+    logger.error(f"{what} failed", extra={**ids, **failure_fields(exc)})
+    return FunctionFailedError(f"{what} failed: {type(exc).__name__} (see the structured log line)")

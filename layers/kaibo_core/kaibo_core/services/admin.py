@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from kaibo_core.core import api_keys, ids
 from kaibo_core.core.clock import Clock, format_instant, utc_now
 from kaibo_core.core.errors import UnprocessableError
-from kaibo_core.core.models.keys import CreatedKey, CreatedProject, Scope
+from kaibo_core.core.models.keys import CreatedKey, CreatedProject, KeyScope, Scope
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.structuring.drafts import DEFAULT_TIME_ZONE
 from kaibo_core.core.time_zones import is_time_zone
@@ -36,7 +36,7 @@ class AdminService:
             CreatedKey(project, key.key_id, key.api_key, DEFAULT_SCOPES), time_zone or DEFAULT_TIME_ZONE
         )
 
-    def create_key(self, project: ProjectId, scopes: Iterable[Scope]) -> CreatedKey:
+    def create_key(self, project: ProjectId, scopes: Iterable[KeyScope]) -> CreatedKey:
         key = api_keys.issue_key()
         unique: tuple[Scope, ...] = tuple(sorted(set(scopes)))
         self._store.add_key(project, key, unique, format_instant(self._clock()))

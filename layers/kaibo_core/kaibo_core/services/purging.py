@@ -96,9 +96,13 @@ class Purger:
         """Finish the tombstones of a forget that died after writing ``entry``."""
         project = ProjectId(entry.project_id)
         marks = {"tombstonedAt": entry.tombstoned_at, "purgeAfter": entry.purge_after, "receiptId": entry.id}
-        found = self._store.get_many(project, entry.memory_ids)
-        before = self._store.tombstone_many(project, list(found.values()), marks)
-        self._store.remove_many_from_index([memory for memory in before if memory is not None])
+        memories = list(self._store.get_many(project, entry.memory_ids).values())
+        before = self._store.tombstone_many(project, memories, marks)
+        # Every one leaves the index, those the dying forget tombstoned too (it may have died before
+        # removing their postings); a memory out of the index already is skipped (exactly once).
+        self._store.remove_many_from_index(
+            [was if was is not None else memory for was, memory in zip(before, memories, strict=True)]
+        )
         self._ledger.mark_applied(entry)
 
     def purge(self, entry: LedgerEntry, now: str) -> tuple[int, int]:

@@ -1,0 +1,1016 @@
+"""Fault injection on the real emulator client (issue #20, item 4): a botocore ``before-call`` hook on
+the very clients the handlers use (tests/fixtures/faults.py) throttles, cancels, loses or crashes
+chosen calls of remember, structuring, forget and the purge, and SQS sends after a commit.
+
+For every fault: no acknowledged event is lost (a 2xx remember's events are readable and chained),
+no memory is made twice (recall returns no duplicate), and once the fault clears, the recovery the
+design promises (the client's retry with the same keys, the sweeper, the redelivered message, the
+purge's next run, the webhook relay's schedule) brings the project to exactly the state a fault-free
+run reaches: every item of every table, ids and timestamps aside (``state``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import secrets
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from kaibo_core.adapters.dynamodb_forget import DynamoForgetStore
+from kaibo_core.adapters.dynamodb_ledger import DynamoLedgerStore
+from kaibo_core.adapters.dynamodb_webhooks import DynamoWebhookStore
+from kaibo_core.adapters.sqs_webhooks import SqsWebhookQueue
+from kaibo_core.core.chain import ChainVerifier
+from kaibo_core.core.clock import utc_now
+from kaibo_core.runtime import wiring
+from kaibo_core.runtime.settings import get_settings
+from kaibo_core.services.purging import Purger
+from kaibo_core.services.webhook_dispatch import WebhookDispatcher
+from kaibo_local.template import create_tables, load_template
+from kaibo_local.workers import create_queues
+from tests.conftest import AwsStack
+from tests.fixtures.faults import Crash, Fault, FaultInjector, both, mentions, quiesce_io_pool, touches
+from tests.integration.api import FakeLambdaContext, Reply, handler_module
+from tests.integration.test_forget_api import SCHEDULED_EVENT, forget, forget_now, ledger, receipt
+from tests.integration.test_recall_api import recall
+from tests.integration.test_remember_api import events, message, new_project, remember
+from tests.integration.test_structuring_api import get_job, run_structure, take_job_messages
+from tests.integration.test_webhooks_api import Receiver, drain, pump, subscribe
+
+#: One job of two events; the second retires the first's memory (a link, so a commit with a retire).
+BATCH = [
+    ("k1", "The release target is July 13.", "2025-01-06T09:00:00Z"),
+    ("k2", "Move the release target from July 13 to July 17.", "2025-01-07T09:00:00Z"),
+]
+#: A second job (another remember) for batches of two messages.
+LATER = [("k3", "Dana prefers green tea in the morning.", "2025-01-08T09:00:00Z")]
+STREAM = "chat"
+
+
+# -- the stack: tables and queues of each test alone ---------------------------------------------------
+
+
+@pytest.fixture
+def stack(handler_env: AwsStack, monkeypatch: pytest.MonkeyPatch) -> AwsStack:
+    """Tables and queues of this test alone (the sweeper, the purge and the relay read every
+    project's work), webhooks allowed to a receiver on 127.0.0.1."""
+    suffix = secrets.token_hex(4)
+    template = load_template()
+    own = replace(
+        handler_env,
+        tables=create_tables(handler_env.dynamodb, template, suffix),
+        queues=create_queues(handler_env.sqs, template, suffix),
+    )
+    for name, value in own.function_env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("KAIBO_WEBHOOKS_ALLOW_LOCAL", "1")
+    monkeypatch.setenv("KAIBO_WEBHOOK_RETRY_SCALE", "0.0001")
+    wiring.reset()
+    return own
+
+
+@dataclass
+class Faults:
+    dynamodb: FaultInjector
+    sqs: FaultInjector
+
+
+@pytest.fixture
+def faults(stack: AwsStack) -> Iterator[Faults]:
+    """Fault hooks on the container's own clients (the ones every handler and wired service use);
+    removed after the test, whatever happens."""
+    hooked = Faults(FaultInjector(wiring.dynamodb(), stack.dynamodb), FaultInjector(wiring.sqs(), stack.sqs))
+    yield hooked
+    hooked.dynamodb.remove()
+    hooked.sqs.remove()
+
+
+# -- the flows --------------------------------------------------------------------------------------------
+
+
+def body_of(batch: list[tuple[str, str, str]]) -> dict[str, Any]:
+    return {"stream": STREAM, "events": [message(k, text, occurredAt=at) for k, text, at in batch]}
+
+
+def remember_ok(project: str, batch: list[tuple[str, str, str]] = BATCH) -> Reply:
+    reply = remember(project, body_of(batch))
+    assert reply.status == 202, reply.body
+    return reply
+
+
+def structure_until_done(stack: AwsStack, messages: list[dict[str, Any]], limit: int = 4) -> None:
+    """Run the structure function on ``messages`` as SQS would: again while it reports failures,
+    at most ``limit`` times."""
+    for _ in range(limit):
+        result = run_structure(stack, messages, as_deployed=True)
+        failed = {f["itemIdentifier"] for f in result["batchItemFailures"]}
+        messages = [m for m in messages if m["MessageId"] in failed]
+        if not messages:
+            return
+    raise AssertionError(f"still failing after {limit} deliveries")
+
+
+def remembered_and_structured(stack: AwsStack, project: str) -> list[Reply]:
+    """The fault-free flow: the batch, structured."""
+    reply = remember_ok(project)
+    structure_until_done(stack, take_job_messages(stack, {reply.body["jobId"]}))
+    return [reply]
+
+
+def sweep_later(minutes: int = 5) -> int:
+    """The sweeper's run ``minutes`` from now (every job unfinished is due); messages sent."""
+    result = wiring.sweeper().sweep(
+        now=utc_now() + timedelta(minutes=minutes),
+        sweep_after=timedelta(seconds=get_settings().sweep_after_seconds),
+        limit=500,
+        has_time=lambda: True,
+    )
+    return result.sent
+
+
+def purge_later(minutes: int = 2) -> dict[str, Any]:
+    """The purge function's run ``minutes`` from now (a forget unapplied for a minute is finished)."""
+    settings = get_settings()
+    purger = Purger(
+        DynamoLedgerStore(wiring.dynamodb(), settings.ledger_table),
+        DynamoForgetStore(
+            wiring.dynamodb(), settings.memories_table, settings.index_table, settings.events_table
+        ),
+        lambda: utc_now() + timedelta(minutes=minutes),
+    )
+    result: dict[str, Any] = handler_module("purge").lambda_handler(
+        SCHEDULED_EVENT, FakeLambdaContext(), purger=purger
+    )
+    return result
+
+
+def queued_job_ids(stack: AwsStack) -> list[str]:
+    """The job ids of the messages on the structuring queue (left there, visible)."""
+    url = stack.queues["StructuringQueue"]
+    received = stack.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0)
+    return sorted(json.loads(m["Body"])["jobId"] for m in received.get("Messages", []))
+
+
+def take_job_messages_all(stack: AwsStack, job_id: str) -> list[dict[str, Any]]:
+    """Every message of ``job_id`` on the structuring queue (duplicates too), taken off it."""
+    url = stack.queues["StructuringQueue"]
+    taken: dict[str, dict[str, Any]] = {}
+    while batch := stack.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+        for m in batch:
+            stack.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+            if json.loads(m["Body"])["jobId"] == job_id:
+                taken[m["MessageId"]] = m
+    return list(taken.values())
+
+
+# -- the checks ----------------------------------------------------------------------------------------
+
+
+def assert_acknowledged_events_kept(project: str, replies: list[Reply]) -> None:
+    """Every event a 2xx remember acknowledged is readable, once, and the stream's chain verifies."""
+    served = events(project, STREAM).body["events"]
+    acknowledged = {e["id"] for reply in replies for e in reply.body["events"]}
+    assert acknowledged <= {e["id"] for e in served}
+    assert len({e["idempotencyKey"] for e in served}) == len(served)  # no key twice
+    verifier = ChainVerifier(STREAM)
+    for event in served:
+        assert verifier.feed(event) is None
+    assert verifier.finish() is None
+
+
+def recalled(project: str, question: str) -> list[tuple[str, str]]:
+    reply = recall(project, {"question": question, "includeSuperseded": True})
+    assert reply.status == 200, reply.body
+    return [(item["memoryId"], item["text"]) for item in reply.body["items"]]
+
+
+def assert_recall_as_without_faults(reference: str, project: str, question: str = "release target") -> None:
+    """Recall finds no memory twice, and the same texts as in the fault-free run."""
+    found, expected = recalled(project, question), recalled(reference, question)
+    assert found, "recall found nothing"
+    ids = [memory_id for memory_id, _ in found]
+    assert len(ids) == len(set(ids))
+    assert sorted(text for _, text in found) == sorted(text for _, text in expected)
+
+
+_ID = re.compile(r"\b(evt|mem|job|rcpt|wh)_[0-9A-Za-z]+")
+#: Attributes that differ between two runs of the same flow by construction (clocks, random ids
+#: and salts, the hashes over them, ciphertexts, counters of attempts): compared as present or not.
+VOLATILE = frozenset(
+    {
+        "createdAt",
+        "updatedAt",
+        "receivedAt",
+        "hash",
+        "prevHash",
+        "headHash",
+        "payloadDigest",
+        "salt",
+        "tombstonedAt",
+        "purgeAfter",
+        "purgedAt",
+        "reasonDigest",
+        "attempts",
+        "attempt",
+        "expiresAt",
+        "relaySk",
+        "applySk",
+        "dueSk",
+        "pendingPk",
+        "pendingSk",
+        "secrets",
+        "claimedBy",
+    }
+)
+
+
+def _labels(project: str, raw: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
+    """A name for every id of the project that is the same in any run of the same flow: events by
+    idempotency key, memories by their event's key, jobs by their events, receipts by ledger seq."""
+    labels: dict[str, str] = {project: "PROJECT"}
+    for item in raw["EventsTable"]:
+        if "id" in item:
+            key = item["idempotencyKey"]["S"]
+            suffix = item["id"]["S"].partition("_")[2]
+            labels[item["id"]["S"]] = f"evt<{key}>"
+            labels[f"mem_{suffix}"] = f"mem<{key}>"
+    for item in raw["JobsTable"]:
+        keys = "+".join(labels.get(e["M"]["eventId"]["S"], "?") for e in item["events"]["L"])
+        labels[item["id"]["S"]] = f"job<{keys}>"
+    for item in raw["LedgerTable"]:
+        if "ledgerSeq" in item:
+            labels[item["id"]["S"]] = f"rcpt<{item['ledgerSeq']['N']}>"
+    for item in raw["WebhooksTable"]:
+        if item["sk"]["S"].startswith("wh#"):
+            labels[item["id"]["S"]] = "wh<1>"
+    return labels
+
+
+#: DynamoDB's type tags: a value's name is the attribute's that holds it.
+_TAGS = frozenset({"S", "N", "L", "M", "SS", "NS", "BOOL", "NULL"})
+#: Lists of ids stored sorted by id (a ledger entry's, an outbox event's): ids differ between runs.
+_ID_SETS = frozenset({"memoryIds", "eventIds"})
+
+
+def _normal(value: Any, name: str, rename: Callable[[str], str]) -> Any:
+    if name in VOLATILE:
+        return "*"
+    if isinstance(value, dict):
+        if set(value) == {"S"} and name == "data":  # an outbox event's data: JSON text of ids
+            return _normal(json.loads(value["S"]), "", rename)
+        return {k: _normal(v, name if k in _TAGS else k, rename) for k, v in sorted(value.items())}
+    if isinstance(value, list):
+        normal = [_normal(v, "", rename) for v in value]
+        return sorted(normal, key=repr) if name in _ID_SETS else normal
+    if isinstance(value, str):
+        return rename(value)
+    return value
+
+
+def _counters_summed(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The term index with its sharded counters (document frequencies, corpus counts) summed per
+    term: a memory's shard follows from its id, which differs from run to run."""
+    kept: list[dict[str, Any]] = []
+    sums: dict[str, dict[str, int]] = {}
+    for item in items:
+        pk, sk = item["pk"]["S"], item["sk"]["S"]
+        if sk.startswith("~df#") or pk.endswith("#corpus"):
+            counts = sums.setdefault(pk, {})
+            for name in ("df", "docs", "terms"):
+                if name in item:
+                    counts[name] = counts.get(name, 0) + int(item[name]["N"])
+        else:
+            kept.append(item)
+    for pk, counts in sums.items():
+        kept.append({"pk": {"S": pk}, "sk": {"S": "summed"}, **{k: {"N": str(v)} for k, v in counts.items()}})
+    return kept
+
+
+def _project_items(stack: AwsStack, table: str, project: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    request: dict[str, Any] = {
+        "TableName": table,
+        "FilterExpression": "begins_with(pk, :project)",
+        "ExpressionAttributeValues": {":project": {"S": f"{project}#"}},
+    }
+    while True:
+        page = stack.dynamodb.scan(**request)
+        items += page["Items"]
+        if "LastEvaluatedKey" not in page:
+            return items
+        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def state(stack: AwsStack, project: str) -> dict[str, list[str]]:
+    """Every item of the project in every table, with ids named alike in any run of the same flow
+    and the volatile attributes reduced to their presence (the webhook attempt log left out: one
+    row per HTTP attempt, timed)."""
+    raw = {
+        name: [
+            item
+            for item in _project_items(stack, table, project)
+            if not item.get("sk", {}).get("S", "").startswith("a#")
+        ]
+        for name, table in stack.tables.items()
+    }
+    raw["TermIndexTable"] = _counters_summed(raw["TermIndexTable"])
+    labels = _labels(project, raw)
+
+    def rename(text: str) -> str:
+        text = text.replace(project, "PROJECT")
+        return _ID.sub(lambda m: labels.get(m.group(0), m.group(0)), text)
+
+    return {
+        name: sorted(json.dumps(_normal(item, "", rename), sort_keys=True) for item in items)
+        for name, items in raw.items()
+        if items
+    }
+
+
+def state_difference(expected: dict[str, list[str]], found: dict[str, list[str]]) -> list[str]:
+    """What ``found`` lacks (``-``) and has more (``+``) than ``expected``, item by item."""
+    lines: list[str] = []
+    for table in sorted(set(expected) | set(found)):
+        want, have = Counter(expected.get(table, [])), Counter(found.get(table, []))
+        lines += [f"{table} - {item}" for item in sorted((want - have).elements())]
+        lines += [f"{table} + {item}" for item in sorted((have - want).elements())]
+    return lines
+
+
+def assert_same_state(stack: AwsStack, reference: str, project: str) -> None:
+    difference = state_difference(state(stack, reference), state(stack, project))
+    assert not difference, "\n".join(["the state differs from the fault-free run's:", *difference])
+
+
+def test_the_state_comparison_holds_for_two_fault_free_runs_and_sees_a_difference(stack: AwsStack) -> None:
+    """The yardstick of every test below: two runs of one flow compare equal, ids and clocks aside,
+    and a run that stopped short (its job never structured) does not."""
+    first, second, short = new_project(), new_project(), new_project()
+    remembered_and_structured(stack, first)
+    remembered_and_structured(stack, second)
+    remember_ok(short)
+
+    assert state(stack, first)["MemoriesTable"]
+    assert state_difference(state(stack, first), state(stack, second)) == []
+    assert state_difference(state(stack, first), state(stack, short))
+
+
+# -- 1. remember: the event transaction ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "error"),
+    [("throughput", "ProvisionedThroughputExceededException"), ("throttling", "ThrottlingException")],
+)
+def test_a_refused_event_transaction_leaves_no_trace_but_its_log_line_and_the_retry_succeeds_once(
+    stack: AwsStack, faults: Faults, caplog: pytest.LogCaptureFixture, kind: Any, error: str
+) -> None:
+    reference = new_project()
+    remembered_and_structured(stack, reference)
+    project = new_project()
+    fault = faults.dynamodb.add(
+        Fault("TransactWriteItems", kind, when=both(mentions(project), touches(stack.tables["EventsTable"])))
+    )
+
+    with caplog.at_level(logging.INFO):
+        failed = remember(project, body_of(BATCH))
+
+    assert fault.fired == ["TransactWriteItems"]
+    assert failed.status == 500, failed.body
+    assert failed.body["error"]["code"] == "internal_error"
+    assert state(stack, project) == {}  # nothing of it: no event, key, job or memory
+    assert queued_job_ids(stack) == []
+    (line,) = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert (line.getMessage(), line.__dict__["error"]) == ("unhandled error", error)
+    assert "release target" not in caplog.text  # the class only, never the words
+    retried = remember_ok(project)  # the fault has cleared: the same keys
+    assert [e["replayed"] for e in retried.body["events"]] == [False, False]
+    structure_until_done(stack, take_job_messages(stack, {retried.body["jobId"]}))
+    assert_acknowledged_events_kept(project, [retried])
+    assert_recall_as_without_faults(reference, project)
+    assert_same_state(stack, reference, project)
+
+
+@pytest.mark.parametrize("conflict_at", [0, 4], ids=["on-a-key", "on-the-head"])
+def test_a_conflicting_event_transaction_is_retried_within_the_request(
+    stack: AwsStack, faults: Faults, conflict_at: int
+) -> None:
+    """DynamoDB cancels a transaction with TransactionConflict when another one holds one of its
+    items (a concurrent remember on the stream's head, or on the same key): a lost race, retried
+    like a moved head, not a 500."""
+    reference = new_project()
+    remembered_and_structured(stack, reference)
+    project = new_project()
+    fault = faults.dynamodb.add(
+        Fault(
+            "TransactWriteItems",
+            "conflict",
+            conflict_at=conflict_at,  # actions: key, key, event, event, head, job
+            when=both(mentions(project), touches(stack.tables["EventsTable"])),
+        )
+    )
+
+    reply = remember(project, body_of(BATCH))
+
+    assert fault.fired == ["TransactWriteItems"]
+    assert reply.status == 202, reply.body
+    assert [e["replayed"] for e in reply.body["events"]] == [False, False]
+    structure_until_done(stack, take_job_messages(stack, {reply.body["jobId"]}))
+    assert_acknowledged_events_kept(project, [reply])
+    assert_recall_as_without_faults(reference, project)
+    assert_same_state(stack, reference, project)
+
+
+def test_an_event_transaction_that_keeps_conflicting_answers_429_and_writes_nothing(
+    stack: AwsStack, faults: Faults
+) -> None:
+    reference = new_project()
+    remembered_and_structured(stack, reference)
+    project = new_project()
+    faults.dynamodb.add(
+        Fault(
+            "TransactWriteItems",
+            "conflict",
+            times=1000,
+            when=both(mentions(project), touches(stack.tables["EventsTable"])),
+        )
+    )
+
+    busy = remember(project, body_of(BATCH))
+
+    assert busy.status == 429, busy.body
+    assert busy.body["error"]["code"] == "stream_busy"
+    assert busy.headers.get("Retry-After")
+    assert state(stack, project) == {}
+    faults.dynamodb.clear()
+    retried = remember_ok(project)
+    assert [e["replayed"] for e in retried.body["events"]] == [False, False]
+    structure_until_done(stack, take_job_messages(stack, {retried.body["jobId"]}))
+    assert_acknowledged_events_kept(project, [retried])
+    assert_same_state(stack, reference, project)
+
+
+def test_an_event_transaction_whose_answer_was_lost_is_replayed_once_and_swept(
+    stack: AwsStack, faults: Faults
+) -> None:
+    """The transaction committed but its answer never came (the SDK gave up): remember answers 500
+    with the events already in. The retry with the same keys replays them (nothing twice), and the
+    job, whose message nobody sent, is re-queued by the sweeper."""
+    reference = new_project()
+    remembered_and_structured(stack, reference)
+    project = new_project()
+    faults.dynamodb.add(
+        Fault(
+            "TransactWriteItems", "lost", when=both(mentions(project), touches(stack.tables["EventsTable"]))
+        )
+    )
+
+    failed = remember(project, body_of(BATCH))
+    retried = remember_ok(project)
+
+    assert failed.status == 500, failed.body
+    assert [e["replayed"] for e in retried.body["events"]] == [True, True]
+    assert queued_job_ids(stack) == []  # the first call died before sending it, the replay sends none
+    job_id = retried.body["jobId"]
+    assert get_job(project, job_id).body["status"] == "queued"
+    assert sweep_later() == 1
+    structure_until_done(stack, take_job_messages(stack, {job_id}))
+    assert_acknowledged_events_kept(project, [retried])
+    assert_recall_as_without_faults(reference, project)
+    assert_same_state(stack, reference, project)
+
+
+# -- 1. remember: the provisional index (after the commit) ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "nth", "times"),
+    [
+        ("throughput", 1, 1),  # the first chunk of the first memory
+        ("throttling", 1, 1000),  # every indexing transaction
+        ("conflict", 1, 3),  # retried by the store itself
+        ("lost", 2, 1),  # a chunk applied, its answer lost
+    ],
+)
+def test_a_failing_provisional_index_still_acknowledges_and_structuring_completes_it(
+    stack: AwsStack, faults: Faults, kind: Any, nth: int, times: int
+) -> None:
+    reference = new_project()
+    remembered_and_structured(stack, reference)
+    project = new_project()
+    fault = faults.dynamodb.add(
+        Fault(
+            "TransactWriteItems",
+            kind,
+            nth=nth,
+            times=times,
+            when=both(mentions(project), touches(stack.tables["TermIndexTable"])),
+        )
+    )
+
+    reply = remember(project, body_of(BATCH))
+    faults.dynamodb.clear()
+
+    assert fault.fired
+    assert reply.status == 202, reply.body  # acknowledged: the events are committed
+    assert [e["replayed"] for e in reply.body["events"]] == [False, False]
+    structure_until_done(stack, take_job_messages(stack, {reply.body["jobId"]}))
+    assert_acknowledged_events_kept(project, [reply])
+    assert_recall_as_without_faults(reference, project)
+    assert_same_state(stack, reference, project)
+
+
+def test_a_replay_after_a_failed_provisional_index_completes_it(stack: AwsStack, faults: Faults) -> None:
+    """The client retries a 202 it never saw: the replay indexes what the first call could not."""
+    reference = new_project()
+    reference_reply = remember_ok(reference)
+    project = new_project()
+    faults.dynamodb.add(
+        Fault(
+            "TransactWriteItems",
+            "throughput",
+            times=1000,
+            when=both(mentions(project), touches(stack.tables["TermIndexTable"])),
+        )
+    )
+    first = remember_ok(project)
+    assert first.body["memories"] == []  # none indexed
+    faults.dynamodb.clear()
+
+    replay = remember_ok(project)
+
+    assert [e["replayed"] for e in replay.body["events"]] == [True, True]
+    assert [m["content"] for m in replay.body["memories"]] == [
+        m["content"] for m in reference_reply.body["memories"]
+    ]
+    take_job_messages(stack, {first.body["jobId"], reference_reply.body["jobId"]})  # left unstructured
+    assert_recall_as_without_faults(reference, project)
+    assert_same_state(stack, reference, project)
+
+
+# -- 2. remember: the job message after the commit ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["unavailable", "lost"])
+def test_a_job_message_not_sent_after_the_commit_is_requeued_by_the_sweeper(
+    stack: AwsStack, faults: Faults, kind: Any
+) -> None:
+    """``unavailable``: SQS refused the message; ``lost``: SQS took it but the answer was lost, so
+    the job has a message AND the sweeper sends another: structuring it twice changes nothing."""
+    reference = new_project()
+    remembered_and_structured(stack, reference)
+    project = new_project()
+    fault = faults.sqs.add(Fault("SendMessage", kind, when=mentions(project)))
+
+    reply = remember(project, body_of(BATCH))
+
+    assert fault.fired == ["SendMessage"]
+    assert reply.status == 202, reply.body  # acknowledged all the same
+    job_id = reply.body["jobId"]
+    assert queued_job_ids(stack) == ([job_id] if kind == "lost" else [])
+    assert get_job(project, job_id).body["status"] == "queued"
+    assert sweep_later() == 1
+    assert queued_job_ids(stack) == [job_id] * (2 if kind == "lost" else 1)
+    for delivered in take_job_messages_all(stack, job_id):
+        structure_until_done(stack, [delivered])
+    assert get_job(project, job_id).body["status"] == "done"
+    assert sweep_later(minutes=60) == 0  # done: off the sweeper's list
+    assert_acknowledged_events_kept(project, [reply])
+    assert_recall_as_without_faults(reference, project)
+    assert_same_state(stack, reference, project)
+
+
+def test_a_sweep_whose_messages_were_refused_requeues_the_job_at_its_next_turn(
+    stack: AwsStack, faults: Faults
+) -> None:
+    """The job message was lost after the commit, and the sweeper's own send fails too: the job
+    was already moved on in the sweeper's list (claimed), so it is re-queued at its next turn."""
+    reference = new_project()
+    remembered_and_structured(stack, reference)
+    project = new_project()
+    faults.sqs.add(Fault("SendMessage", "unavailable", when=mentions(project)))
+    faults.sqs.add(Fault("SendMessageBatch", "unavailable", when=mentions(project)))
+    reply = remember_ok(project)
+
+    with pytest.raises(ClientError):
+        sweep_later(minutes=5)
+
+    assert queued_job_ids(stack) == []
+    assert sweep_later(minutes=5) == 0  # claimed by the run that failed: not again at once
+    assert sweep_later(minutes=11) == 1  # its next turn: its age again after the last
+    structure_until_done(stack, take_job_messages(stack, {reply.body["jobId"]}))
+    assert_acknowledged_events_kept(project, [reply])
+    assert_recall_as_without_faults(reference, project)
+    assert_same_state(stack, reference, project)
+
+
+# -- 1. and 3. structuring: the commit, and a function dying mid-batch ------------------------------------
+
+
+def structuring_step(
+    stack: AwsStack, project: str, step: str
+) -> tuple[str, Callable[[dict[str, Any]], bool]]:
+    """The operation and the requests of one step of structuring an event (or its job)."""
+    return {
+        "plan claim": ("UpdateItem", mentions(project, "SET #plan = :plan")),
+        "stage": (
+            "TransactWriteItems",
+            both(mentions(project, '"staged"'), touches(stack.tables["MemoriesTable"])),
+        ),
+        "commit": ("TransactWriteItems", mentions(project, '":replaced"')),
+        "postings follow": ("TransactWriteItems", mentions(project, "SET unindexed = :yes")),
+        "job finished": ("UpdateItem", mentions(project, '":done"')),
+    }[step]
+
+
+@pytest.mark.parametrize(
+    ("step", "kind", "nth", "times"),
+    [
+        ("plan claim", "throttling", 2, 1),
+        ("stage", "throughput", 1, 1),
+        ("commit", "throughput", 1, 1),  # the first event's: nothing of the job committed yet
+        ("commit", "throttling", 2, 1),  # the second's: the first event is committed, the job fails
+        ("commit", "conflict", 1, 2),  # retried by the store itself
+        ("commit", "lost", 1, 1),  # the first event's commit applied, its answer lost
+        ("commit", "lost", 2, 1),  # the second's (the one that retires a memory)
+        ("postings follow", "throughput", 1, 1),  # committed, the replaced copy still indexed
+        ("job finished", "throttling", 1, 1),  # every event committed, the job not marked done
+    ],
+)
+def test_a_failing_structuring_step_converges_when_the_message_is_redelivered(  # noqa: PLR0917 - the case
+    stack: AwsStack, faults: Faults, step: str, kind: Any, nth: int, times: int
+) -> None:
+    """An exception after some events of the job were committed: the message is reported failed,
+    SQS delivers it again, and the redelivery ends in the fault-free state."""
+    reference = new_project()
+    remembered_and_structured(stack, reference)
+    project = new_project()
+    reply = remember_ok(project)
+    messages = take_job_messages(stack, {reply.body["jobId"]})
+    operation, when = structuring_step(stack, project, step)
+    fault = faults.dynamodb.add(Fault(operation, kind, nth=nth, times=times, when=when))
+
+    first = run_structure(stack, messages, as_deployed=True)
+
+    assert fault.fired == [operation] * times
+    failed = [f["itemIdentifier"] for f in first["batchItemFailures"]]
+    assert failed == ([] if kind == "conflict" else [messages[0]["MessageId"]])
+    structure_until_done(stack, messages)  # SQS delivers it again
+    assert get_job(project, reply.body["jobId"]).body["status"] == "done"
+    assert_acknowledged_events_kept(project, [reply])
+    assert_recall_as_without_faults(reference, project)
+    assert_same_state(stack, reference, project)
+
+
+def two_jobs(stack: AwsStack, project: str) -> tuple[list[Reply], list[dict[str, Any]]]:
+    """Two remembers (two jobs), their messages as one batch of the structure function."""
+    replies = [remember_ok(project, BATCH), remember_ok(project, LATER)]
+    messages = take_job_messages(stack, {r.body["jobId"] for r in replies})
+    order = [r.body["jobId"] for r in replies]
+    return replies, sorted(messages, key=lambda m: order.index(json.loads(m["Body"])["jobId"]))
+
+
+@pytest.mark.parametrize("kind", ["crash", "crash_after"])
+def test_a_structure_function_dying_at_any_write_converges_when_the_batch_is_redelivered(
+    stack: AwsStack, faults: Faults, kind: Any
+) -> None:
+    """The function dies (a timeout, out of memory) before, or just after, each of its writes in
+    turn, in a batch of two jobs: SQS delivers the whole batch again, and the second delivery
+    finishes it to exactly the fault-free state."""
+    reference = new_project()
+    _, batch = two_jobs(stack, reference)
+    faults.dynamodb.clear()
+    structure_until_done(stack, batch)
+    writes = faults.dynamodb.writes()
+    assert len(writes) > 10
+    expected = state(stack, reference)
+
+    for at in range(1, len(writes) + 1):
+        project = new_project()
+        replies, batch = two_jobs(stack, project)
+        fault = faults.dynamodb.add(Fault("*", kind, nth=at, when=mentions(project)))
+        with pytest.raises(Crash):
+            run_structure(stack, batch, as_deployed=True)
+        assert fault.fired == [writes[at - 1]], at
+        faults.dynamodb.revive()  # the next delivery runs in a new process
+
+        structure_until_done(stack, batch)
+
+        for reply in replies:
+            assert get_job(project, reply.body["jobId"]).body["status"] == "done", at
+        assert_acknowledged_events_kept(project, replies)
+        assert_recall_as_without_faults(reference, project)
+        difference = state_difference(expected, state(stack, project))
+        assert not difference, "\n".join([f"died at write {at} ({writes[at - 1]})", *difference])
+        faults.dynamodb.clear()
+
+
+# -- 1. forget: the ledger append, the tombstones ------------------------------------------------------
+
+FORGET = {"query": "release target", "reason": "the user asked to erase it"}
+
+
+def forget_step(stack: AwsStack, project: str, step: str) -> tuple[str, Callable[[dict[str, Any]], bool]]:
+    """The operation and the requests of one step of a forget."""
+    return {
+        "ledger append": (
+            "TransactWriteItems",
+            both(mentions(project), touches(stack.tables["LedgerTable"])),
+        ),
+        "tombstone": ("UpdateItem", mentions(project, '":tombstoned"')),
+        "index removal": (
+            "TransactWriteItems",
+            both(mentions(project), touches(stack.tables["TermIndexTable"])),
+        ),
+        "mark applied": ("UpdateItem", mentions(project, "REMOVE applyPk")),
+    }[step]
+
+
+@pytest.mark.parametrize(
+    ("step", "kind", "nth", "status", "recovery"),
+    [
+        ("ledger append", "throughput", 1, 500, "client retries"),
+        ("ledger append", "throttling", 1, 500, "client retries"),
+        ("ledger append", "conflict", 1, 200, "none"),
+        ("ledger append", "lost", 1, 500, "purge applies"),
+        ("tombstone", "throughput", 2, 500, "purge applies"),
+        ("index removal", "throttling", 1, 500, "purge applies"),
+        ("index removal", "throughput", 3, 500, "purge applies"),
+        ("index removal", "conflict", 1, 200, "none"),
+        ("mark applied", "throughput", 1, 500, "purge applies"),
+    ],
+)
+def test_a_failing_forget_step_converges_by_the_retry_or_the_purge(  # noqa: PLR0917 - the case
+    stack: AwsStack, faults: Faults, step: str, kind: Any, nth: int, status: int, recovery: str
+) -> None:
+    """Before the ledger entry, a failure writes nothing and the client's retry forgets once; after
+    it, the erasure is owed: the purge's next run (a minute on) finishes the tombstones and the
+    index removal of the forget that died."""
+    reference = new_project()
+    remembered_and_structured(stack, reference)
+    assert forget(reference, FORGET).status == 200
+    project = new_project()
+    replies = remembered_and_structured(stack, project)
+    before = state(stack, project)
+    operation, when = forget_step(stack, project, step)
+    fault = faults.dynamodb.add(Fault(operation, kind, nth=nth, when=when))
+
+    reply = forget(project, FORGET)
+    quiesce_io_pool()  # the request's other tombstones and removals, in flight when it failed, end
+
+    assert fault.fired == [operation]
+    assert reply.status == status, reply.body
+    entries = ledger(project).body["entries"]
+    if recovery == "client retries":
+        assert entries == []
+        assert state(stack, project) == before  # nothing of it
+        assert forget(project, FORGET).status == 200
+    elif recovery == "purge applies":
+        assert len(entries) == 1  # the erasure is owed from here on
+        assert purge_later()["applied"] == 1
+    assert len(ledger(project).body["entries"]) == 1
+    assert recalled(project, "release target") == []
+    assert_acknowledged_events_kept(project, replies)
+    assert_same_state(stack, reference, project)
+
+
+# -- 1. and 4. the purge: its writes failing, the function dying mid-run ----------------------------------
+
+
+def forgotten_now(stack: AwsStack, project: str) -> tuple[list[Reply], str]:
+    """The batch remembered, structured and forgotten with no grace window (due at once); the
+    remembers' replies and the receipt id."""
+    replies = remembered_and_structured(stack, project)
+    reply = forget_now(project, FORGET)
+    assert reply.status == 200, reply.body
+    return replies, reply.body["receipt"]["id"]
+
+
+def run_purge() -> dict[str, Any]:
+    """The purge function as scheduled (its own wiring: the hooked client)."""
+    result: dict[str, Any] = handler_module("purge").lambda_handler(SCHEDULED_EVENT, FakeLambdaContext())
+    return result
+
+
+def assert_purged_like_reference(
+    stack: AwsStack, reference: dict[str, list[str]], project: str, receipt_id: str, replies: list[Reply]
+) -> None:
+    assert receipt(project, receipt_id).body["state"] == "purged"
+    assert [e.get("payload") for e in events(project, STREAM).body["events"]] == [None, None]
+    assert_acknowledged_events_kept(project, replies)  # the chain still verifies without payloads
+    assert recalled(project, "release target") == []
+    difference = state_difference(reference, state(stack, project))
+    assert not difference, "\n".join(["the state differs from the fault-free purge's:", *difference])
+
+
+def forget_died(stack: AwsStack, faults: Faults, project: str) -> tuple[list[Reply], str]:
+    """The batch remembered, structured, and forgotten with no grace window by a forget that died
+    right after its ledger entry (every tombstone refused): the purge owes all of it."""
+    replies = remembered_and_structured(stack, project)
+    refusal = faults.dynamodb.add(
+        Fault("UpdateItem", "throughput", times=1000, when=mentions(project, '":tombstoned"'))
+    )
+    reply = forget_now(project, FORGET)
+    quiesce_io_pool()
+    faults.dynamodb.clear()
+    assert refusal.fired
+    assert reply.status == 500, reply.body
+    (entry,) = ledger(project).body["entries"]
+    return replies, entry["id"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "operation", "nth", "times"),
+    [
+        ("throttling", "UpdateItem", 2, 1),  # a tombstone the purge finishes
+        ("throughput", "TransactWriteItems", 2, 1),  # removing postings
+        ("conflict", "TransactWriteItems", 1, 3),  # retried by the store itself
+        ("throughput", "DeleteItem", 3, 1),  # a document frequency left at zero
+        ("lost", "UpdateItem", 8, 1),  # an erasure applied, its answer lost
+        ("throttling", "UpdateItem", 1000, 1),  # the last: the entry marked purged
+    ],
+)
+def test_a_failing_purge_write_is_finished_by_the_next_run(  # noqa: PLR0917 - the case
+    stack: AwsStack, faults: Faults, kind: Any, operation: str, nth: int, times: int
+) -> None:
+    """The purge finishes a forget that died after its entry (a minute on) and erases it (past
+    its grace window): a write that fails stops the run, the next run finishes it."""
+    reference = new_project()
+    forget_died(stack, faults, reference)
+    first_reference = purge_later()
+    expected = state(stack, reference)
+    writes = faults.dynamodb.writes()
+    project = new_project()
+    replies, receipt_id = forget_died(stack, faults, project)
+    position = min(nth, sum(1 for w in writes if w == operation))
+    fault = faults.dynamodb.add(Fault(operation, kind, nth=position, times=times, when=mentions(project)))
+
+    try:
+        first = purge_later()
+    except Exception:  # the function failed: the schedule runs it again
+        first = None
+    quiesce_io_pool()
+
+    assert fault.fired
+    if kind == "conflict":
+        assert first == first_reference
+    else:
+        assert first is None
+        assert purge_later()["entries"] == 1
+    assert purge_later() == {"applied": 0, "entries": 0, "memories": 0, "events": 0, "complete": True}
+    assert_purged_like_reference(stack, expected, project, receipt_id, replies)
+
+
+def step_boundaries(writes: list[str]) -> list[int]:
+    """The positions (from 1) of the first and last write of each run of one operation: a crash
+    between two steps of the purge, not at each of a step's many alike writes."""
+    positions = {1, len(writes)}
+    for at in range(1, len(writes)):
+        if writes[at] != writes[at - 1]:
+            positions.update({at, at + 1})
+    return sorted(positions)
+
+
+@pytest.mark.parametrize("kind", ["crash", "crash_after"])
+def test_a_purge_dying_mid_run_is_finished_by_the_next_run(
+    stack: AwsStack, faults: Faults, kind: Any
+) -> None:
+    """The purge dies before, or just after, a write between each two of its steps in turn: the
+    next scheduled run finishes the entry to exactly the fault-free purge's state."""
+    reference = new_project()
+    forgotten_now(stack, reference)
+    faults.dynamodb.clear()
+    run_purge()
+    writes = faults.dynamodb.writes()
+    expected = state(stack, reference)
+    positions = step_boundaries(writes)
+    assert len(positions) > 8
+
+    for at in positions:
+        project = new_project()
+        replies, receipt_id = forgotten_now(stack, project)
+        fault = faults.dynamodb.add(Fault("*", kind, nth=at, when=mentions(project)))
+        with pytest.raises(Crash):
+            run_purge()
+        assert fault.fired, at
+        faults.dynamodb.revive()
+        if at < len(writes):
+            assert receipt(project, receipt_id).body["state"] == "tombstoned", at
+
+        finished = run_purge()
+
+        assert finished["complete"], at
+        assert_purged_like_reference(stack, expected, project, receipt_id, replies)
+        faults.dynamodb.clear()
+
+
+# -- 2. the webhook relay after a commit (forget, structuring) -------------------------------------------
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    made = Receiver()
+    server = made.start()
+    yield made
+    server.shutdown()
+
+
+class _NeverCalled:
+    """The relay neither signs nor sends: a dispatcher that only relays needs neither."""
+
+    def decrypt(self, project: str, webhook_id: str, ciphertext: str) -> str:
+        raise AssertionError("the relay decrypted a secret")
+
+    def __call__(self, *args: Any) -> Any:
+        raise AssertionError("the relay sent a delivery")
+
+
+def relay_later(minutes: int = 2) -> int:
+    """The dispatch function's schedule ``minutes`` from now: every event still unrelayed a minute
+    after its commit goes to the queue. How many it relayed."""
+    settings = get_settings()
+    dispatcher = WebhookDispatcher(
+        DynamoWebhookStore(wiring.dynamodb(), settings.webhooks_table),
+        SqsWebhookQueue(wiring.sqs(), settings.webhook_queue_url, settings.webhook_dead_letter_queue_url),
+        _NeverCalled(),
+        _NeverCalled(),
+        clock=lambda: utc_now() + timedelta(minutes=minutes),
+    )
+    result = handler_module("webhook_dispatch").lambda_handler(
+        {"source": "aws.events", "detail-type": "Scheduled Event"}, FakeLambdaContext(), dispatcher=dispatcher
+    )
+    return int(result["relayed"])
+
+
+def unrelayed(project: str) -> list[int]:
+    store = DynamoWebhookStore(wiring.dynamodb(), get_settings().webhooks_table)
+    return sorted(seq for owner, seq in store.unrelayed("9999", 100) if owner == project)
+
+
+def delivered(receiver: Receiver, project: str) -> list[tuple[str, str]]:
+    """``(type, webhook-id)`` of every delivery the receiver got for ``project``."""
+    return sorted((b["type"], b["id"]) for b in receiver.bodies() if b["projectId"] == project)
+
+
+def structured_and_forgotten(
+    stack: AwsStack, project: str, receiver: Receiver, faults: Faults, *, fault: Fault | None, phase: str
+) -> list[Reply]:
+    """A subscriber, the batch remembered, structured and forgotten; ``fault`` during ``phase``."""
+    subscribe(project, receiver.url)
+    reply = remember_ok(project)
+    messages = take_job_messages(stack, {reply.body["jobId"]})
+    injector = faults.dynamodb if fault is not None and fault.operation == "UpdateItem" else faults.sqs
+    if fault is not None and phase == "structuring":
+        injector.add(fault)
+    structure_until_done(stack, messages)
+    if fault is not None and phase == "forget":
+        injector.add(fault)
+    forgot = forget(project, FORGET)
+    assert forgot.status == 200, forgot.body  # committed: the relay is best effort
+    return [reply]
+
+
+@pytest.mark.parametrize("phase", ["structuring", "forget"])
+@pytest.mark.parametrize("failure", ["queue unavailable", "queue answer lost", "relay mark refused"])
+def test_a_webhook_event_whose_relay_failed_after_the_commit_is_relayed_by_the_schedule_once(
+    stack: AwsStack, faults: Faults, receiver: Receiver, phase: str, failure: str
+) -> None:
+    """The change and its outbox entry committed together; the fan-out to the webhook queue failed
+    (refused; taken but its answer lost; or queued but never marked relayed): the dispatch
+    function's schedule relays it, and every event reaches the subscriber exactly once."""
+    reference = new_project()
+    structured_and_forgotten(stack, reference, receiver, faults, fault=None, phase=phase)
+    pump(stack, lambda: "memory.forgotten" in {t for t, _ in delivered(receiver, reference)})
+    drain(stack)
+    project = new_project()
+    fault = {
+        "queue unavailable": Fault("SendMessageBatch", "unavailable", when=mentions(project)),
+        "queue answer lost": Fault("SendMessageBatch", "lost", when=mentions(project)),
+        "relay mark refused": Fault("UpdateItem", "throughput", when=mentions(project, "REMOVE relayPk")),
+    }[failure]
+
+    replies = structured_and_forgotten(stack, project, receiver, faults, fault=fault, phase=phase)
+    faults.dynamodb.clear()
+    faults.sqs.clear()
+
+    assert fault.fired
+    left = unrelayed(project)
+    assert left  # flagged in the outbox: nothing lost
+    assert relay_later() == len(left)
+    assert unrelayed(project) == []
+    pump(stack, lambda: len(delivered(receiver, project)) >= len(delivered(receiver, reference)))
+    drain(stack)
+    got = delivered(receiver, project)
+    assert len({webhook_id for _, webhook_id in got}) == len(got)  # none twice
+    assert [t for t, _ in got] == [t for t, _ in delivered(receiver, reference)]
+    assert relay_later() == 0
+    assert_acknowledged_events_kept(project, replies)
+    assert_same_state(stack, reference, project)
