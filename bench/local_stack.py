@@ -11,7 +11,8 @@ outside, over HTTP, with ``KaiboClient``:
 
 1. **appends/s**: 8 client threads, each remembering one chat message per request into a stream of
    its own, for a fixed time, structuring running behind (no ``wait``); then how long the
-   structuring queue takes to drain;
+   structuring queue takes to drain, and how busy each kind of the stack's processes was
+   meanwhile (the stack's own, the AWS emulator, the containers: which one is the bottleneck);
 2. **durability on vs off**: remember latency, one client, on a stack with a data folder and on
    one with ``KAIBO_DATA_DIR=:memory:``, both running, requests alternating between them;
 3. per size (1k, 10k memories by default): the stack filled over HTTP (batches of
@@ -231,9 +232,54 @@ def wait_for_jobs(stack: RunningStack, job_ids: Sequence[str], timeout: float) -
     return time.monotonic() - began
 
 
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (Linux: /proc), parents first."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stat = (entry / "stat").read_text()
+            children.setdefault(int(stat[stat.rindex(")") + 2 :].split()[1]), []).append(int(entry.name))
+    tree, todo = [], [pid]
+    while todo:
+        tree.append(todo.pop(0))
+        todo += sorted(children.get(tree[-1], []))
+    return tree
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of one process (0 once it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def role(pid: int, stack_pid: int) -> str:
+    """What a process of the stack's tree is: the stack, the emulator, a container."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return "gone"
+    if pid == stack_pid:
+        return "stack (front, pollers, slots)"
+    if "emulator_process" in command:
+        return "AWS emulator"
+    return "containers" if "spawn_main" in command else "other"
+
+
 def bench_appends(report: Report, stack: RunningStack, corpus: Corpus, seconds: float) -> None:
     progress(f"appends: {APPEND_CLIENTS} clients for {seconds:.0f} s")
+    tree = process_tree(stack.process.pid) if Path("/proc").is_dir() else []
+    before = {pid: cpu_seconds(pid) for pid in tree}
+    began = time.monotonic()
     appends = append_for(stack, corpus, seconds, APPEND_CLIENTS, "appends")
+    busy: dict[str, float] = {}
+    for pid in tree:
+        name = role(pid, stack.process.pid)
+        busy[name] = busy.get(name, 0.0) + cpu_seconds(pid) - before[pid]
+    elapsed = time.monotonic() - began
     drain = wait_for_jobs(stack, appends.job_ids, timeout=1800)
     latencies = sorted(appends.latencies)
     report.table(
@@ -260,6 +306,9 @@ def bench_appends(report: Report, stack: RunningStack, corpus: Corpus, seconds: 
             ]
         ],
     )
+    if busy:
+        shares = ", ".join(f"{name} {100 * cpu / elapsed:.0f} %" for name, cpu in busy.items() if cpu > 0)
+        report.line(f"CPU of the stack's processes while appending (100 % = one core): {shares}.")
     if appends.errors:
         report.line(f"First errors: {appends.errors[:3]}")
 

@@ -23,7 +23,7 @@ import fcntl
 import json
 import os
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -62,6 +62,8 @@ class Manifest:
     admin_key: str
     project_id: str
     api_key: str
+    #: The emulator's KMS keys: logical id → (key id, material hex) (kaibo_local.kms_keys).
+    kms_keys: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def configured_data_dir(environ: dict[str, str] | None = None) -> Path | None:
@@ -133,6 +135,7 @@ class DataDir:
                 admin_key=str(document["adminKey"]),
                 project_id=str(document["projectId"]),
                 api_key=str(document["apiKey"]),
+                kms_keys={str(k): (str(v[0]), str(v[1])) for k, v in document.get("kmsKeys", {}).items()},
             )
         except KeyError as missing:
             raise DataDirError(f"{path} lacks {missing}; `make reset` to start empty") from None
@@ -145,6 +148,7 @@ class DataDir:
             "adminKey": fields["admin_key"],
             "projectId": fields["project_id"],
             "apiKey": fields["api_key"],
+            "kmsKeys": {name: list(value) for name, value in manifest.kms_keys.items()},
         }
         write_atomically(self.path / MANIFEST_NAME, json.dumps(document, indent=1).encode() + b"\n")
 

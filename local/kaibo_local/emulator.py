@@ -55,6 +55,13 @@ Each exists because moto 5.2.5 differs from DynamoDB in a way our code can obser
    that answered 200 is handed to it, with its body, under the lock and before its answer leaves:
    how the local stack keeps its tables on disk (kaibo_local.durability).
 
+8. **Connections kept alive** (``KeepAliveRequestHandler``): moto's development server (werkzeug's)
+   closed every connection after one answer, so each AWS call cost a TCP connection and a thread;
+   here a client's connection serves its next request, answers go out with ``TCP_NODELAY``, and
+   ``stop()`` closes the connections still open.
+
+The local stack runs all this in a process of its own (kaibo_local.emulator_process).
+
 In-process use: ``install_patches()`` also works under ``moto.mock_aws``; the replacement is only
 atomic if callers do not run DynamoDB operations concurrently (hold ``dynamodb_lock()`` when you
 do, e.g. when loading data straight into the backend while the server runs).
@@ -66,6 +73,7 @@ import contextlib
 import copy
 import io
 import logging
+import socket
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -92,7 +100,7 @@ from moto.moto_server.werkzeug_app import (
     MotoRequestHandler,
     create_backend_app,
 )
-from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.serving import BaseWSGIServer, ThreadedWSGIServer
 
 from kaibo_local import moto_speedups
 from kaibo_local.moto_speedups import MotoPatch, source_sha256
@@ -136,6 +144,8 @@ TRANSACTION_TOO_LARGE_MESSAGE: Final = "Transaction request cannot be larger tha
 
 #: Whether the WSGI wrapper serializes DynamoDB requests. Only tests should turn this off.
 SERIALIZE_DYNAMODB = True
+
+log = logging.getLogger("kaibo_local.emulator")
 
 _DYNAMODB_LOCK: Final = threading.Lock()
 _ACTION_TYPES: Final = frozenset({"ConditionCheck", "Put", "Delete", "Update"})
@@ -369,16 +379,16 @@ def _restore(table: Table, hash_value: DynamoType, range_value: DynamoType | Non
 
 
 def _write(backend: DynamoDBBackend, action: _Action) -> None:
-    """The action's write, exactly as moto's transaction performs it."""
+    """The action's write with moto's own ``put_item`` / ``delete_item`` / ``update_item``, as moto's
+    transaction performs it, but without its condition: ``_check_condition`` has just evaluated it
+    on the same stored item (requests are serialized), and parsing it again cost as much."""
     op = action.op
-    condition_expression = op.get("ConditionExpression")
     names = op.get("ExpressionAttributeNames")
     values = op.get("ExpressionAttributeValues")
     if action.op_type == "Put":
         backend.put_item(
             action.table_name,
             op["Item"],
-            condition_expression=condition_expression,
             expression_attribute_names=names,
             expression_attribute_values=values,
         )
@@ -386,7 +396,6 @@ def _write(backend: DynamoDBBackend, action: _Action) -> None:
         backend.delete_item(
             action.table_name,
             action.key,
-            condition_expression=condition_expression,
             expression_attribute_names=names,
             expression_attribute_values=values,
         )
@@ -395,7 +404,6 @@ def _write(backend: DynamoDBBackend, action: _Action) -> None:
             action.table_name,
             action.key,
             update_expression=op["UpdateExpression"],
-            condition_expression=condition_expression,
             expression_attribute_names=names,  # type: ignore[arg-type]  # moto passes None too
             expression_attribute_values=values,  # type: ignore[arg-type]
         )
@@ -519,6 +527,8 @@ class Emulator:
         self._server.shutdown()
         self._thread.join()
         self._server.server_close()
+        if isinstance(self._server, _EmulatorServer):
+            self._server.close_connections()
 
     def __enter__(self) -> Emulator:
         return self
@@ -552,13 +562,130 @@ class HostCachingDispatcher(DomainDispatcherApplication):
             return backend
 
 
-def start_emulator(host: str = "127.0.0.1", port: int = 0) -> Emulator:
-    """Serve moto (all services) on ``host:port`` (0: a free port) in a background thread."""
+#: Seconds a keep-alive connection to the emulator may sit idle before it is closed.
+IDLE_CONNECTION_SECONDS: Final = 120.0
+_FRAMING_HEADERS: Final = frozenset({"content-length", "connection", "transfer-encoding", "keep-alive"})
+
+
+class KeepAliveRequestHandler(MotoRequestHandler):
+    """moto's request handler, keeping the connection open between requests (HTTP/1.1).
+
+    werkzeug's development server closes every connection after its response and then waits up
+    to 10 ms for leftover bytes, so each AWS call cost a new TCP connection and a new thread, and
+    boto3 found its pooled connection dropped every time. Here a request whose body comes with a
+    ``Content-Length`` (every botocore request) is read whole, the answer is produced whole and
+    sent with its ``Content-Length``, and the connection serves the client's next request. Anything
+    else (a chunked body, ``Expect: 100-continue``, a malformed length) goes to werkzeug's own
+    handling, which closes the connection as before. A connection idle for
+    ``IDLE_CONNECTION_SECONDS`` is closed.
+    """
+
+    protocol_version = "HTTP/1.1"
+    timeout = IDLE_CONNECTION_SECONDS  # socketserver sets it on the connection: idle ones end
+    # TCP_NODELAY: the body, written after the headers, leaves at once. With Nagle's algorithm it
+    # waited for the client to acknowledge the headers, which a client delays up to 40 ms.
+    disable_nagle_algorithm = True
+
+    def run_wsgi(self) -> None:
+        length = _content_length(self.headers)
+        if (
+            length is None
+            or self.headers.get("Expect")
+            or "chunked" in self.headers.get("Transfer-Encoding", "")
+        ):
+            self.close_connection = True
+            super().run_wsgi()
+            return
+        body = self.rfile.read(length) if length else b""
+        if len(body) != length:
+            self.close_connection = True
+            return
+        environ = self.make_environ()
+        environ["wsgi.input"] = io.BytesIO(body)
+        environ["wsgi.input_terminated"] = True
+        started: list[tuple[str, list[tuple[str, str]]]] = []
+
+        def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            del exc_info  # nothing is sent before the whole answer is there
+            started[:] = [(status, headers)]
+            return _no_write
+
+        try:
+            answer = b"".join(_materialize(self.server.app(environ, start_response)))
+        except Exception:
+            log.exception("the AWS emulator failed a request")
+            started[:] = [("500 INTERNAL SERVER ERROR", [("Content-Type", "text/plain")])]
+            answer = b"internal error"
+            self.close_connection = True
+        status, headers = started[0] if started else ("500 INTERNAL SERVER ERROR", [])
+        code, _, reason = status.partition(" ")
+        self.send_response(int(code), reason)
+        for name, value in headers:
+            if name.lower() not in _FRAMING_HEADERS:
+                self.send_header(name, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(answer)
+        self.wfile.flush()
+
+    def log_error(self, format: str, *args: Any) -> None:
+        if not format.startswith("Request timed out"):  # an idle keep-alive connection, closed
+            super().log_error(format, *args)
+
+
+def _no_write(_data: bytes) -> None:
+    raise RuntimeError("the emulator's apps return their bodies; write() is not supported")
+
+
+def _content_length(headers: Any) -> int | None:
+    text = headers.get("Content-Length")
+    if text is None:
+        return 0
+    try:
+        length = int(text)
+    except ValueError:
+        return None
+    return length if length >= 0 else None
+
+
+class _EmulatorServer(ThreadedWSGIServer):
+    """werkzeug's threaded server, keeping track of its open connections so that ``stop`` ends
+    them too (a kept-alive connection would otherwise go on being served)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._connections_lock:
+            self._connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._connections_lock:
+            self._connections.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        with self._connections_lock:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+
+
+def start_emulator(host: str = "127.0.0.1", port: int = 0, fd: int | None = None) -> Emulator:
+    """Serve moto (all services) on ``host:port`` (0: a free port; or on the listening socket
+    ``fd``) in a background thread."""
     install_patches()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     app = SerializedDynamoDBApp(HostCachingDispatcher(create_backend_app))
-    server = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
-    # make_server has bound and is listening: requests queue until serve_forever picks them up.
+    server = _EmulatorServer(host, port, app, KeepAliveRequestHandler, fd=fd)
+    # The server has bound and is listening: requests queue until serve_forever picks them up.
     thread = threading.Thread(target=server.serve_forever, name=f"kaibo-emulator-{server.port}", daemon=True)
     thread.start()
     return Emulator(server, thread, app)

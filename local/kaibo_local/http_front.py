@@ -206,6 +206,9 @@ def _handler_class(gateway: LocalGateway, read_timeout: float) -> type[BaseHTTPR
         protocol_version = "HTTP/1.1"
         server_version = "kaibo-local"
         timeout = IDLE_TIMEOUT_SECONDS
+        # TCP_NODELAY: a body (or an event) written after the headers leaves at once, instead of
+        # waiting for the client to acknowledge what went before (delayed up to 40 ms).
+        disable_nagle_algorithm = True
         _read_deadline = 0.0
 
         def handle_one_request(self) -> None:

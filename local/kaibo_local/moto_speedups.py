@@ -25,6 +25,35 @@ installs the emulator's transaction patch and the two speed-ups below, so the lo
    type moto would convert, a member the output shape does not name, ``MOTO_PRETTIFY_RESPONSES``.
    The body is moto's document, same keys in the same order, same values, written without the
    optional spaces (``json.dumps(..., separators=(",", ":"))``); status and headers are moto's.
+
+3. **SQS reads one queue attribute without counting the queue** (``send_message`` replaces
+   ``SQSBackend.send_message``, ``retention_check`` replaces
+   ``SQSBackend.is_message_valid_based_on_retention_period``). moto builds every attribute of the
+   queue (``Queue.attributes``) to read one: ``ContentBasedDeduplication`` for each message sent,
+   ``MessageRetentionPeriod`` for each message received, and the attributes include the three
+   approximate message counts, each a pass over every message of the queue with a clock read per
+   message. With a backlog of structuring jobs that is O(queue) per message sent and per message
+   received, most of the emulator's SQS time. The replacements read the one attribute from the
+   queue as ``Queue.attributes`` would report it, and otherwise take moto's steps in moto's order.
+
+4. **An update expression is parsed once** (``cached_update_expression`` replaces
+   ``UpdateExpressionParser.make``). moto parses a request's ``UpdateExpression`` twice (to check
+   the names it uses, then to apply it), for every Update of every transaction: Kaibo's index
+   writes are transactions of up to 50 Updates with the same few expressions (``ADD df :one``).
+   The tree depends on the text alone, and no caller changes it (the validator works on a deep
+   copy of it), so the replacement keeps the trees of the last ``UPDATE_EXPRESSION_CACHE_SIZE``
+   texts and hands the same tree out again. An expression that does not parse raises as before
+   and is not kept.
+
+5. **A condition expression is parsed once per text, names and values** (``cached_condition``
+   replaces ``ConditionExpressionParser.parse``). moto parses a transaction's conditions at least
+   twice (to check the names, then to evaluate them); Kaibo's are mostly the same few texts
+   (``attribute_not_exists(pk)``). The condition moto builds depends only on the text, the
+   ``ExpressionAttributeNames`` and the ``ExpressionAttributeValues``, and evaluating it changes
+   nothing, so the replacement keeps the last ``CONDITION_CACHE_SIZE`` conditions, keyed by those
+   three (as JSON, when shorter than ``CONDITION_KEY_MAX_CHARS``), and hands the same condition out
+   again, with the names and values it found, as moto's parser records them. A condition that does
+   not parse raises as before and is not kept.
 """
 
 from __future__ import annotations
@@ -32,6 +61,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import string
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -39,8 +69,17 @@ from typing import TYPE_CHECKING, Any, Final
 from moto import settings
 from moto.core.responses import ActionResult
 from moto.core.serialize import BaseJSONSerializer, JSONSerializer, ResponseSerializer
+from moto.core.utils import camelcase_to_underscores, unix_time
+from moto.dynamodb.comparisons import ConditionExpressionParser
+from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import Table
-from moto.dynamodb.responses import DynamoResult
+from moto.dynamodb.parsing.ast_nodes import Node  # type: ignore[attr-defined]
+from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
+from moto.dynamodb.parsing.validators import Validator
+from moto.dynamodb.responses import DynamoHandler, DynamoResult
+from moto.moto_api._internal import mock_random
+from moto.sqs.exceptions import InvalidParameterValue
+from moto.sqs.models import MAXIMUM_MESSAGE_DELAY, Message, Queue, SQSBackend
 
 if TYPE_CHECKING:
     from botocore.model import Shape
@@ -48,14 +87,25 @@ if TYPE_CHECKING:
     from moto.core.responses import ActionContext
 
 __all__ = [
+    "CONDITIONS",
+    "CONDITION_CACHE_SIZE",
+    "CONDITION_KEY_MAX_CHARS",
     "FAST_SERIALIZATION",
     "FAST_SERIALIZED_OPERATIONS",
     "PARTITION_QUERY",
     "SPEEDUPS",
+    "SQS_RETENTION_CHECK",
+    "SQS_SEND_MESSAGE",
+    "UPDATE_EXPRESSIONS",
+    "UPDATE_EXPRESSION_CACHE_SIZE",
     "MotoPatch",
+    "cached_condition",
+    "cached_update_expression",
     "fast_execute_result",
     "install",
     "partition_query",
+    "retention_check",
+    "send_message",
     "source_sha256",
     "uninstall",
 ]
@@ -357,5 +407,245 @@ FAST_SERIALIZATION: Final = MotoPatch(
     ),
 )
 
+
+# --- 3. SQS reads one queue attribute without counting the queue ------------------------------
+
+
+def _reported_attribute(queue: Queue, name: str, group: list[str]) -> Any:
+    """``queue.attributes.get(name)`` without building the others: the attribute of ``group``
+    (the queue's base, FIFO or KMS attributes) as ``Queue.attributes`` reports it."""
+    if name not in group:
+        return None
+    value = getattr(queue, camelcase_to_underscores(name))
+    return str(value).lower() if isinstance(value, bool) else value
+
+
+def send_message(  # noqa: PLR0917 - moto's signature
+    self: SQSBackend,
+    queue_name: str,
+    message_body: str,
+    message_attributes: dict[str, Any] | None = None,
+    delay_seconds: int | None = None,
+    deduplication_id: str | None = None,
+    group_id: str | None = None,
+    system_attributes: dict[str, Any] | None = None,
+    validate_group_id: bool = True,
+) -> Message:
+    """``SQSBackend.send_message``, moto's steps, reading ``ContentBasedDeduplication`` alone."""
+    queue = self.get_queue(queue_name)
+
+    self._validate_message(
+        queue,
+        message_body=message_body,
+        delay_seconds=int(delay_seconds or 0),
+        deduplication_id=deduplication_id,
+        group_id=group_id,
+        validate_group_id=validate_group_id,
+    )
+
+    if delay_seconds is not None:  # noqa: SIM108 - moto's code, as moto wrote it
+        delay_seconds = int(delay_seconds)
+    else:
+        delay_seconds = queue.delay_seconds  # type: ignore[attr-defined]  # set from the attributes
+
+    message_id = str(mock_random.uuid4())
+    message = Message(message_id, message_body, system_attributes)
+
+    # moto: ``queue.attributes.get("ContentBasedDeduplication") == "true"``; a FIFO attribute.
+    based_on_content = queue.fifo_queue and (
+        _reported_attribute(queue, "ContentBasedDeduplication", queue.FIFO_ATTRIBUTES) == "true"
+    )
+    if based_on_content:
+        sha256 = hashlib.sha256()
+        sha256.update(message_body.encode("utf-8"))
+        message.deduplication_id = sha256.hexdigest()
+
+    if deduplication_id is not None:
+        message.deduplication_id = deduplication_id
+        message.sequence_number = "".join(mock_random.choice(string.digits) for _ in range(20))
+
+    if group_id is not None:
+        message.group_id = group_id
+
+    if message_attributes:
+        message.message_attributes = message_attributes
+
+    if delay_seconds > MAXIMUM_MESSAGE_DELAY:
+        msg = (
+            f"Value {delay_seconds} for parameter DelaySeconds is invalid. "
+            "Reason: DelaySeconds must be >= 0 and <= 900."
+        )
+        raise InvalidParameterValue(msg)
+
+    message.mark_sent(delay_seconds=delay_seconds)
+
+    queue.add_message(message)
+
+    return message
+
+
+def retention_check(self: SQSBackend, queue_name: str, message: Message) -> bool:
+    """``SQSBackend.is_message_valid_based_on_retention_period``, reading the retention period alone
+    (moto reads it through ``get_queue_attributes``, which builds every attribute twice)."""
+    queue = self.get_queue(queue_name)
+    retention_period = _reported_attribute(queue, "MessageRetentionPeriod", queue.BASE_ATTRIBUTES)
+    if retention_period is None:  # moto's get_queue_attributes leaves it out: moto's KeyError
+        raise KeyError("MessageRetentionPeriod")
+    retain_until = retention_period + message.sent_timestamp / 1000  # type: ignore[operator]
+    return not retain_until <= unix_time()
+
+
+#: sha256 of ``SQSBackend.send_message`` and ``Queue.attributes`` in moto 5.2.5.
+SQS_SEND_MESSAGE: Final = MotoPatch(
+    SQSBackend,
+    "send_message",
+    send_message,
+    "99641ccca42cbd0c5fd8eaefba900272ace60c53da468cc8954b9d94b29c1110",
+    mirrors=(Queue.attributes.fget,),  # type: ignore[attr-defined]
+    summary="SQS SendMessage without building every queue attribute",
+    recheck=(
+        "Re-read moto's SQSBackend.send_message and Queue.attributes, and re-check "
+        "kaibo_local.moto_speedups.send_message against them"
+    ),
+)
+
+#: sha256 of ``SQSBackend.is_message_valid_based_on_retention_period``,
+#: ``SQSBackend.get_queue_attributes`` and ``Queue.attributes`` in moto 5.2.5.
+SQS_RETENTION_CHECK: Final = MotoPatch(
+    SQSBackend,
+    "is_message_valid_based_on_retention_period",
+    retention_check,
+    "2039bb1bceee1a5686bc3a2e1a4304a68bb2b811423b67b6588af051439bd5a1",
+    mirrors=(SQSBackend.get_queue_attributes, Queue.attributes.fget),  # type: ignore[attr-defined]
+    summary="SQS ReceiveMessage's retention check without building every queue attribute",
+    recheck=(
+        "Re-read moto's SQSBackend.is_message_valid_based_on_retention_period, "
+        "SQSBackend.get_queue_attributes and Queue.attributes, and re-check "
+        "kaibo_local.moto_speedups.retention_check against them"
+    ),
+)
+
+
+# --- 4. An update expression is parsed once ----------------------------------------------------
+
+#: How many update expressions' trees are kept (all of them are dropped when it is reached).
+UPDATE_EXPRESSION_CACHE_SIZE: Final = 1024
+_update_trees: dict[str, Any] = {}
+
+
+class _CachedUpdateExpressions:
+    """``UpdateExpressionParser.make(expression_str)``: the tree of ``expression_str``, parsed once.
+
+    A callable object, not a function: stored on the class, it is called as the classmethod was,
+    without being bound (``UpdateExpressionParser.make`` is this object itself).
+    """
+
+    def __init__(self) -> None:
+        self.__qualname__ = self.__name__ = "cached_update_expression"  # what a pin's message names
+
+    def __call__(self, expression_str: str) -> Any:
+        tree = _update_trees.get(expression_str)
+        if tree is None:
+            tree = UPDATE_EXPRESSIONS.original()(expression_str)
+            if len(_update_trees) >= UPDATE_EXPRESSION_CACHE_SIZE:
+                _update_trees.clear()
+            _update_trees[expression_str] = tree
+        return tree
+
+
+cached_update_expression: Final = _CachedUpdateExpressions()
+
+#: sha256 of ``UpdateExpressionParser.make`` and of the moto functions that use its tree (none of
+#: them changes it) in moto 5.2.5.
+UPDATE_EXPRESSIONS: Final = MotoPatch(
+    UpdateExpressionParser,
+    "make",
+    cached_update_expression,
+    "2a60f9186721f72fffd26bb946873907f8ffe718898296947d1c9836f0dc1fb7",
+    mirrors=(
+        DynamoDBBackend.update_item,
+        DynamoHandler.update_item,
+        DynamoHandler.transact_write_items,
+        Validator.__init__,
+        Node.find_clauses,
+    ),
+    summary="an update expression parsed once, its tree shared",
+    recheck=(
+        "Re-read moto's UpdateExpressionParser.make and every caller pinned with it "
+        "(kaibo_local.moto_speedups.UPDATE_EXPRESSIONS.mirrors): the shared tree must never be changed"
+    ),
+)
+
+# --- 5. A condition expression is parsed once per text, names and values --------------------------
+
+#: How many conditions are kept (all of them are dropped when it is reached).
+CONDITION_CACHE_SIZE: Final = 1024
+#: Conditions whose text, names and values take more JSON than this are parsed every time.
+CONDITION_KEY_MAX_CHARS: Final = 2048
+_conditions: dict[str, tuple[Any, list[str], list[str]]] = {}
+
+
+def cached_condition(self: ConditionExpressionParser) -> Any:
+    """``ConditionExpressionParser.parse``: the condition built once per text, names and values."""
+    parse = CONDITIONS.original()
+    if not self.condition_expression:
+        return parse(self)
+    try:
+        key = json.dumps(
+            [self.condition_expression, self.expression_attribute_names, self.expression_attribute_values],
+            sort_keys=True,
+            separators=(",", ":"),
+        )
+    except (TypeError, ValueError):
+        return parse(self)
+    if len(key) > CONDITION_KEY_MAX_CHARS:
+        return parse(self)
+    kept = _conditions.get(key)
+    if kept is None:
+        names_before, values_before = len(self.expr_attr_names_found), len(self.expr_attr_values_found)
+        condition = parse(self)  # raises for a condition that does not parse: nothing kept
+        kept = (
+            condition,
+            self.expr_attr_names_found[names_before:],
+            self.expr_attr_values_found[values_before:],
+        )
+        if len(_conditions) >= CONDITION_CACHE_SIZE:
+            _conditions.clear()
+        _conditions[key] = kept
+        return condition
+    condition, names, values = kept
+    self.expr_attr_names_found.extend(names)
+    self.expr_attr_values_found.extend(values)
+    return condition
+
+
+#: sha256 of ``ConditionExpressionParser.parse`` and of the parser's methods it relies on in moto 5.2.5.
+CONDITIONS: Final = MotoPatch(
+    ConditionExpressionParser,
+    "parse",
+    cached_condition,
+    "d4010e239384fa6751b0f2217762d683df9554d1a0f453fc1ea2b7e87296909f",
+    mirrors=(
+        ConditionExpressionParser.__init__,
+        ConditionExpressionParser._make_op_condition,
+        ConditionExpressionParser._make_operand,
+        ConditionExpressionParser._find_literals,
+        ConditionExpressionParser._find_expr_attr_values,
+    ),
+    summary="a condition expression parsed once per text, names and values",
+    recheck=(
+        "Re-read moto's ConditionExpressionParser.parse and the methods pinned with it "
+        "(kaibo_local.moto_speedups.CONDITIONS.mirrors): the condition must depend on the text, names "
+        "and values alone, and evaluating it must change nothing"
+    ),
+)
+
 #: The speed-ups, in the order ``install`` applies them.
-SPEEDUPS: Final = (PARTITION_QUERY, FAST_SERIALIZATION)
+SPEEDUPS: Final = (
+    PARTITION_QUERY,
+    FAST_SERIALIZATION,
+    SQS_SEND_MESSAGE,
+    SQS_RETENTION_CHECK,
+    UPDATE_EXPRESSIONS,
+    CONDITIONS,
+)

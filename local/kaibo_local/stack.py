@@ -2,7 +2,8 @@
 
 One process tree, no AWS account, no Docker:
 
-- the AWS emulator (moto, DynamoDB serialized) on 127.0.0.1, random port;
+- the AWS emulator (moto, DynamoDB serialized) on 127.0.0.1, random port, in a process of its
+  own (kaibo_local.emulator_process), which also keeps the data folder's journal;
 - every table, queue and schedule created from template.yaml;
 - the HTTP front on 127.0.0.1:$PORT (default 3000) running the template's
   authorizer and handlers in worker processes ("containers",
@@ -25,9 +26,11 @@ folder or a damaged journal ends the start at once with one line on stderr sayin
 
 Stopping (SIGINT — a terminal's Ctrl-C —, SIGTERM or SIGHUP): no new requests, the pollers and
 timers told to stop, the containers ended (busy ones killed after a second, see
-kaibo_local.containers), the emulator stopped. Whatever state the workers are in, the whole
-process tree is gone within ``STOP_DEADLINE_SECONDS``: past it (or at a second signal) the
-workers are killed and the process exits at once.
+kaibo_local.containers), the emulator's process stopped. An emulator that ends without being
+stopped ends the stack (one line on stderr, status 1): what it acknowledged is on disk.
+Whatever state the workers are in, the whole process tree is gone within
+``STOP_DEADLINE_SECONDS``: past it (or at a second signal) the workers are killed and the process
+exits at once.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
@@ -58,10 +61,17 @@ from kaibo_core.core.api_keys import admin_key_hash, issue_admin_key
 from kaibo_core.services.admin import AdminService
 from kaibo_local.containers import DEFAULT_CONTAINERS, ContainerPool, ContainerPoolStoppedError
 from kaibo_local.data_dir import IN_MEMORY, DataDir, DataDirError, Manifest, configured_data_dir, reset
-from kaibo_local.durability import DurableTables, StoredTables, read_stored_tables
-from kaibo_local.emulator import Emulator, start_emulator
+from kaibo_local.durability import StoredTables, read_stored_tables
+from kaibo_local.emulator_process import (
+    EmulatorProcess,
+    EmulatorProcessError,
+    Restored,
+    create_kms_keys,
+    kill_all,
+)
 from kaibo_local.gateway import INTEGRATION_TIMEOUT_SECONDS, Handler, LocalGateway
 from kaibo_local.http_front import HttpFront
+from kaibo_local.kms_keys import KeptKeys
 from kaibo_local.template import (
     FunctionSpec,
     create_tables,
@@ -114,7 +124,7 @@ def _stop_all(
     front: HttpFront | None,
     pools: list[ContainerPool],
     loops: list[Loop],
-    emulator: Emulator | None,
+    emulator: EmulatorProcess | None,
     store: Store | None = None,
 ) -> None:
     """Stop what was started, in an order that never waits on a function: the loops are told to
@@ -139,21 +149,23 @@ def _stop_all(
 
 @dataclass
 class Store:
-    """The data folder a stack runs on: locked, with its stored tables (kept once restored)."""
+    """The data folder a stack runs on: locked here, its stored tables read and checked before
+    anything starts; the emulator process restores them and keeps them (its journal)."""
 
     data_dir: DataDir
     manifest: Manifest | None
-    stored: StoredTables
-    tables: DurableTables | None = None
-    restored_items: int = 0
+    stored: StoredTables | None  # as read at start; dropped once the emulator has restored it
+    restored: Restored | None = None
 
     @property
     def path(self) -> Path:
         return self.data_dir.path
 
+    @property
+    def restored_items(self) -> int:
+        return 0 if self.restored is None else self.restored.items
+
     def close(self) -> None:
-        if self.tables is not None:
-            self.tables.close()
         self.data_dir.close()
 
 
@@ -164,22 +176,24 @@ def _open_store(path: Path) -> Store:
     except DataDirError as error:
         raise StartError(str(error)) from None
     try:
-        store = Store(data_dir, data_dir.manifest(), read_stored_tables(data_dir))
+        manifest = data_dir.manifest()
+        stored = read_stored_tables(data_dir)
+        store = Store(data_dir, manifest, stored)
     except DataDirError as error:
         data_dir.close()
         raise StartError(str(error)) from None
-    if store.stored.torn_bytes:
+    if stored.torn_bytes:
         sys.stderr.write(
-            f"kaibo-local: the journal in {path} ended in a torn write ({store.stored.torn_bytes} bytes, "
+            f"kaibo-local: the journal in {path} ended in a torn write ({stored.torn_bytes} bytes, "
             "never acknowledged: a stop by kill -9 or a crash); recovered up to the last complete "
-            f"write ({len(store.stored.journal)} writes after the snapshot)\n"
+            f"write ({len(stored.journal)} writes after the snapshot)\n"
         )
     return store
 
 
 @dataclass
 class LocalStack:
-    emulator: Emulator
+    emulator: EmulatorProcess
     front: HttpFront
     containers: ContainerPool
     admin_key: str
@@ -197,8 +211,8 @@ class LocalStack:
 
     def compact(self) -> None:
         """Rewrite the data folder as one snapshot of the tables now (no-op in memory)."""
-        if self.store is not None and self.store.tables is not None:
-            self.store.tables.compact()
+        if self.store is not None:
+            self.emulator.compact()
 
     @property
     def endpoint(self) -> str:
@@ -222,7 +236,7 @@ class LocalStack:
         _stop_all(self.front, pools, self.loops, self.emulator, self.store)
 
 
-def _client(service: Literal["dynamodb", "sqs"], endpoint: str) -> Any:
+def _client(service: Literal["dynamodb", "sqs", "kms"], endpoint: str) -> Any:
     return boto3.client(service, endpoint_url=endpoint, config=Config(retries={"mode": "standard"}))
 
 
@@ -259,10 +273,13 @@ def start_stack(
     template: dict[str, Any] | None = None,
     cancel: threading.Event | None = None,
     data_dir: Path | None = None,
+    *,
+    on_emulator_death: Callable[[int], None] | None = None,
 ) -> LocalStack:
     """Start the whole stack (``template``: template.yaml's, unless given) on ``data_dir`` (None:
     in memory only); StartError for a problem the user can fix; ContainerPoolStoppedError if
-    ``cancel`` is set while it starts."""
+    ``cancel`` is set while it starts. ``on_emulator_death(status)`` is called if the emulator
+    process ends without being stopped (default: an error is logged)."""
     template = load_template() if template is None else template
     started: list[ContainerPool] = []  # the front calls its loader at the first request, after start
 
@@ -271,7 +288,7 @@ def start_stack(
         return started[0].loader(spec, wait_seconds=INTEGRATION_TIMEOUT_SECONDS)
 
     front = _listen(LocalGateway(template, loader=api_loader), host, port)  # first: before any worker
-    emulator: Emulator | None = None
+    emulator: EmulatorProcess | None = None
     pools: list[ContainerPool] = []
     store: Store | None = None
     loops: list[Loop] = []
@@ -279,7 +296,7 @@ def start_stack(
         count = _number("KAIBO_LOCAL_CONTAINERS", DEFAULT_CONTAINERS, 1, 256)
         store = _open_store(data_dir) if data_dir is not None else None
         os.environ.update(FAKE_AWS)
-        emulator = start_emulator(host=host)
+        emulator = _start_emulator(host, cancel, on_emulator_death)
         os.environ["AWS_ENDPOINT_URL"] = emulator.endpoint_url
         aws = _Resources.create(emulator, template, store)
         specs = function_specs(template)
@@ -310,8 +327,10 @@ def start_stack(
             )
             loops.append(poller.start())
         for schedule in schedule_triggers:
-            loops.append(_schedule(schedule, background.loader(by_id[schedule.function]), store).start())
-        requeued = aws.requeue_unfinished_jobs() if store is not None and not store.stored.empty else 0
+            timer = _schedule(schedule, background.loader(by_id[schedule.function]), emulator, store)
+            loops.append(timer.start())
+        stored_before = store is not None and store.restored is not None and not store.restored.empty
+        requeued = aws.requeue_unfinished_jobs() if stored_before else 0
     except BaseException:
         _stop_all(front, pools, loops, emulator, store)
         raise
@@ -339,13 +358,14 @@ class _Resources:
     manifest: Manifest | None
     suffix: str
     admin_key: str
+    kms_keys: KeptKeys
 
     @property
     def admin_hash(self) -> str:
         return admin_key_hash(self.admin_key)
 
     @classmethod
-    def create(cls, emulator: Emulator, template: dict[str, Any], store: Store | None) -> _Resources:
+    def create(cls, emulator: EmulatorProcess, template: dict[str, Any], store: Store | None) -> _Resources:
         """Tables and queues from the template, named as in the data folder's manifest (new names
         in a new folder), the tables restored from the folder and recorded from now on."""
         manifest = store.manifest if store is not None else None
@@ -356,20 +376,28 @@ class _Resources:
             _remove_leftovers(dynamodb, sqs, suffix)
         tables = create_tables(dynamodb, template, suffix)
         names = {**tables, **create_queues(sqs, template, suffix)}
+        # The keys' material is set inside moto's KMS backend: in the emulator's process.
+        kms_keys: KeptKeys = emulator.call(
+            create_kms_keys, emulator.endpoint_url, template, manifest.kms_keys if manifest else {}
+        )
+        names |= {logical_id: key_id for logical_id, (key_id, _material) in kms_keys.items()}
         if store is not None:
-            store.tables = DurableTables(store.data_dir, emulator, tables.values())
-            store.restored_items = store.tables.restore(store.stored)
-            emulator.record_writes(_or_exit(store.tables.record))
+            _restore(emulator, store, list(tables.values()))
         admin_key = manifest.admin_key if manifest is not None else issue_admin_key()[0]
-        return cls(dynamodb, sqs, names, manifest, suffix, admin_key)
+        return cls(dynamodb, sqs, names, manifest, suffix, admin_key, kms_keys)
 
     def development_project(self, store: Store | None) -> Manifest:
         """The kept development project and key, or a new one (saved in the folder)."""
         if self.manifest is not None:
+            if self.manifest.kms_keys != self.kms_keys and store is not None:
+                # a folder from before the stack kept KMS keys
+                kept = replace(self.manifest, kms_keys=self.kms_keys)
+                store.data_dir.save_manifest(kept)
+                return kept
             return self.manifest
         projects = AdminService(DynamoProjectStore(self.dynamodb, self.names["ProjectsTable"]))
         dev = projects.create_project("development")
-        manifest = Manifest(self.suffix, self.admin_key, dev.key.project_id, dev.key.api_key)
+        manifest = Manifest(self.suffix, self.admin_key, dev.key.project_id, dev.key.api_key, self.kms_keys)
         if store is not None:
             store.data_dir.save_manifest(manifest)
         return manifest
@@ -382,6 +410,43 @@ class _Resources:
         pending = jobs.pending_before(datetime(9999, 1, 1, tzinfo=UTC), REQUEUE_AT_START_LIMIT)
         queue = SqsJobQueue(self.sqs, self.names["StructuringQueue"])
         return queue.send_many([(job.project, job.job_id) for job in pending])
+
+
+def _start_emulator(
+    host: str, cancel: threading.Event | None, on_death: Callable[[int], None] | None
+) -> EmulatorProcess:
+    """The emulator's process, listening; StartError if it cannot start, ContainerPoolStoppedError
+    if ``cancel`` is set meanwhile."""
+
+    def died(status: int) -> None:
+        log.error("the AWS emulator %s", _how_it_ended(status))
+
+    try:
+        return EmulatorProcess.start(host=host, on_death=on_death or died, cancel=cancel)
+    except EmulatorProcessError as error:
+        if error.kind == "cancelled":
+            raise ContainerPoolStoppedError(str(error)) from None
+        raise StartError(str(error)) from None
+
+
+def _how_it_ended(status: int) -> str:
+    if status < 0:
+        try:
+            return f"was killed by {signal.Signals(-status).name}"
+        except ValueError:
+            return f"was killed by signal {-status}"
+    return f"exited with status {status}"
+
+
+def _restore(emulator: EmulatorProcess, store: Store, table_names: list[str]) -> None:
+    """The data folder's tables into the emulator's, journalled from then on (in its process)."""
+    try:
+        store.restored = emulator.restore(store.path, table_names)
+    except EmulatorProcessError as error:
+        if error.kind == "DataDirError":
+            raise StartError(str(error)) from None
+        raise
+    store.stored = None  # read and checked at start; the emulator has its own copy now
 
 
 def _parameters(admin_hash: str) -> dict[str, str]:
@@ -404,25 +469,12 @@ def _wait_warm(pools: list[ContainerPool], cancel: threading.Event | None) -> No
         raise StartError(str(error)) from None
 
 
-def _schedule(schedule: ScheduleTrigger, handler: Handler, store: Store | None) -> ScheduleTimer:
+def _schedule(
+    schedule: ScheduleTrigger, handler: Handler, emulator: EmulatorProcess, store: Store | None
+) -> ScheduleTimer:
     override = os.environ.get(SCHEDULE_OVERRIDES.get(schedule.function, ""), "")
-    tables = store.tables if store is not None else None
-    compact = tables.compact if tables is not None and schedule.function in COMPACT_AFTER else None
+    compact = emulator.compact if store is not None and schedule.function in COMPACT_AFTER else None
     return ScheduleTimer(schedule, handler, float(override) if override else None, after_run=compact)
-
-
-def _or_exit(record: Callable[[str, bytes], None]) -> Callable[[str, bytes], None]:
-    """A journal write that fails ends the stack at once: the write it records is in memory but
-    not on disk, and must not be acknowledged (it was not: its answer has not left)."""
-
-    def record_or_exit(target: str, body: bytes) -> None:
-        try:
-            record(target, body)
-        except OSError as error:
-            reason = error.strerror or str(error)
-            _exit_now(f"cannot write to the data folder ({reason}); nothing unsaved was acknowledged", 1)
-
-    return record_or_exit
 
 
 def _remove_leftovers(dynamodb: Any, sqs: Any, suffix: str) -> None:
@@ -438,12 +490,19 @@ def _remove_leftovers(dynamodb: Any, sqs: Any, suffix: str) -> None:
 
 
 def _kill_workers() -> None:
-    """SIGKILL every child process (the function containers) and reap them."""
+    """SIGKILL every child process (the function containers, the emulator) and reap them."""
     children = multiprocessing.active_children()
     for child in children:
         child.kill()
     for child in children:
         child.join(timeout=1)
+    kill_all()
+
+
+def _emulator_died(status: int) -> None:
+    """The emulator process ended without being stopped (a failed journal write says why on its
+    own line): every write it acknowledged is on disk; the stack ends too."""
+    _exit_now(f"the AWS emulator {_how_it_ended(status)}", 1)
 
 
 def _exit_now(reason: str, status: int) -> None:
@@ -539,6 +598,7 @@ def main(template: dict[str, Any] | None = None) -> int:
             template=template,
             cancel=stopping,
             data_dir=configured_data_dir(),
+            on_emulator_death=_emulator_died,
         )
     except StartError as error:
         sys.stderr.write(f"kaibo-local: {error}\n")

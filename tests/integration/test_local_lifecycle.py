@@ -32,6 +32,8 @@ from typing import Any
 import pytest
 
 from kaibo.client import KaiboClient
+from kaibo_local.template import function_specs, load_template
+from kaibo_local.workers import triggers
 from tests.fixtures.process_guard import guard_group
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,8 +41,8 @@ START_SECONDS = 120
 #: The issue's bound: after a stop signal, the whole process tree is gone within this.
 STOP_SECONDS = 10.0
 CONTAINERS = 2
-#: Plus one container per queue and schedule of template.yaml (structuring queue, sweeper, purge).
-BACKGROUND_CONTAINERS = 3
+#: Plus one container per queue and schedule of template.yaml (structuring queue, sweeper, purge…).
+BACKGROUND_CONTAINERS = sum(len(kind) for kind in triggers(load_template(), function_specs(load_template())))
 ALL_CONTAINERS = CONTAINERS + BACKGROUND_CONTAINERS
 PYTHONPATH = os.pathsep.join(str(REPO / p) for p in ("", "local", "layers/kaibo_core", "clients/python"))
 #: The stack under test: template.yaml with GatedFunction added.

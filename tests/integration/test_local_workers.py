@@ -226,17 +226,19 @@ def test_given_disabled_events_and_no_failure_reporting_then_triggers_reflect_th
     assert schedule_triggers == []
 
 
-def test_given_the_real_template_then_the_structuring_queue_the_sweep_and_the_purge_are_its_triggers() -> (
-    None
-):
+def test_given_the_real_template_then_its_queues_and_schedules_are_the_triggers() -> None:
     from kaibo_local.template import load_template
 
     template = load_template()
     queue_triggers, schedule_triggers = triggers(template, function_specs(template))
-    assert queue_triggers == [QueueTrigger("StructureFunction", "StructuringQueue", 5, reports_failures=True)]
+    assert queue_triggers == [
+        QueueTrigger("StructureFunction", "StructuringQueue", 5, reports_failures=True),
+        QueueTrigger("WebhookDispatchFunction", "WebhookQueue", 5, reports_failures=True),
+    ]
     assert schedule_triggers == [
         ScheduleTrigger("SweeperFunction", "Sweep", 60.0),
         ScheduleTrigger("PurgeFunction", "Purge", 300.0),
+        ScheduleTrigger("WebhookDispatchFunction", "Relay", 60.0),
     ]
 
 

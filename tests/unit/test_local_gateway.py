@@ -172,6 +172,13 @@ def test_given_the_template_then_the_routes_under_test_are_all_of_its_api_events
         ("GET", "/docs/llms.txt"),
         ("GET", "/docs/llms-full.txt"),
         ("GET", "/docs/docs.zip"),
+        ("POST", "/v1/webhooks"),
+        ("GET", "/v1/webhooks"),
+        ("GET", "/v1/webhooks/{webhook_id}"),
+        ("DELETE", "/v1/webhooks/{webhook_id}"),
+        ("POST", "/v1/webhooks/{webhook_id}/rotate-secret"),
+        ("POST", "/v1/webhooks/{webhook_id}/test"),
+        ("GET", "/v1/webhooks/{webhook_id}/deliveries"),
     }
 
 
