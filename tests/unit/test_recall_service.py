@@ -106,7 +106,9 @@ def test_given_superseded_and_future_memories_then_only_what_was_valid_at_as_of_
     assert ids(memories.recall("release target")) == [current.id]
     assert ids(memories.recall("release target", asOf=at(-15))) == [old.id]
     assert ids(memories.recall("release target", asOf=at(-25)))[:1] == []
-    assert set(ids(memories.recall("release target", asOf=at(6)))) == {current.id, future.id}
+    # Both valid at 6 and both active, but they give the release target two values: the newer
+    # answers, the older is not presented as current (#15 item 3, core/recall/conflicts.py).
+    assert ids(memories.recall("release target", asOf=at(6))) == [future.id]
     audit = memories.recall("release target", includeSuperseded=True)
     assert set(ids(audit)) == {old.id, current.id}
 

@@ -226,11 +226,17 @@ def test_facts_read_subject_attribute_and_value(text: str, subject: str, attribu
         "Is the demo on Friday?",
         "Tom said the demo is on Friday.",
         "Back in 2024 the budget was $30,000.",
-        "Send the invoice to Acme by June 5.",
+        "Send the invoice to Acme.",
     ],
 )
 def test_guarded_history_and_orders_state_no_fact(text: str) -> None:
     assert fact(text) is None
+
+
+def test_an_order_with_a_date_states_when_its_object_is_due() -> None:
+    parsed = fact("Send the invoice to Acme by June 5.")
+    assert parsed is not None
+    assert (parsed.subject, parsed.attribute, parsed.value) == ("invoice to acme", "due", "June 5")
 
 
 def test_a_cue_lets_a_verb_attribute_conflict_and_none_does_not() -> None:

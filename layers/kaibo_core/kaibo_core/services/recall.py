@@ -23,6 +23,7 @@ from kaibo_core.core.indexing import date_terms
 from kaibo_core.core.models.memories import STAGED, CorpusStats, MemoryRecord
 from kaibo_core.core.models.recall import AbstainReason, RecallAnswer, RecallCandidate, RecallHit, RecallQuery
 from kaibo_core.core.ranking import DEFAULT_PARAMS, Bm25Params
+from kaibo_core.core.recall.conflicts import without_outdated
 from kaibo_core.core.recall.packing import pack
 from kaibo_core.core.recall.scoring import (
     Candidate,
@@ -75,6 +76,8 @@ class RecallStats:
     replacements_fetched: int = 0  # structured memories read for a replaced provisional one
     authority_dropped: int = 0
     duplicates_collapsed: int = 0
+    #: Older memories dropped because a newer active one gives their attribute another value.
+    outdated_dropped: int = 0
     selected: int = 0
 
 
@@ -148,6 +151,12 @@ class RecallService:
 
         kept = _collapse(confirmed)
         stats.duplicates_collapsed = len(ranked) - len(kept)
+        if not query.include_superseded:
+            # Two active memories giving one subject's attribute different values (an update the
+            # structurer did not link): the older is not presented as current
+            # (core/recall/conflicts.py). An audit (includeSuperseded) asked for every version.
+            kept, outdated = without_outdated(kept)
+            stats.outdated_dropped = len(outdated)
         chosen = smallest_set(kept, weights, params.selection) if params.strategy == "smallest" else kept
         stats.selected = len(chosen)
         packing = pack([(r.memory_id, r.text) for r in chosen], terms, weights, query.budget)
@@ -253,8 +262,8 @@ def _authoritative(  # noqa: PLR0917 - the inputs of the exact rescoring
         terms = text_terms + date_terms(memory)
         score = exact_score(Counter(terms), len(terms), weights, corpus, bm25)
         entry = _Confirmed(
-            Ranked(memory.id, score, frozenset(terms), memory.content),
-            Ranked(memory.id, score, frozenset(text_terms), memory.content),
+            Ranked(memory.id, score, frozenset(terms), memory.content, valid_from),
+            Ranked(memory.id, score, frozenset(text_terms), memory.content, valid_from),
         )
         confirmed.append((-score, -valid_from, memory.id, entry))
     return [entry for *_, entry in sorted(confirmed, key=lambda item: item[:3])]

@@ -27,6 +27,9 @@ class Ranked:
     score: float
     terms: frozenset[str]
     text: str
+    #: When the memory became valid (epoch ms), if known: two memories that give one subject's
+    #: attribute different values keep only the newer (``kaibo_core.core.recall.conflicts``).
+    valid_from_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +94,8 @@ def collapse_near_duplicates(ranked: Sequence[Ranked]) -> tuple[list[Ranked], di
     contradict B, not repeat it), or when its normalized text (``normalized_text``)
     equals A's. A candidate with an empty term set is never contained unless its
     normalized text equals A's. Returns (kept in input order, {dropped_id: id of the first
-    kept candidate that covers it}).
+    kept candidate that covers it}). Memories that disagree are not near-duplicates: recall's
+    safety net for those is ``kaibo_core.core.recall.conflicts.outdated``.
     """
     kept: list[tuple[Ranked, str]] = []
     dropped: dict[str, str] = {}

@@ -43,6 +43,7 @@ from kaibo_core.core.structuring.facts import (
     history,
     parse_fact,
     unresolved,
+    value_terms,
 )
 from kaibo_core.core.structuring.statements import Statement
 
@@ -80,7 +81,8 @@ _MOVE_VERB = (
 _HANDLE = r"(?-i:[A-Z#@])[\w'’#@-]*(?:\s+(?-i:[A-Z])[\w'’-]*){0,2}"
 #: Verbs an amount changes with ("went up to", "dropped to", "was raised to").
 _AMOUNT_VERB = (
-    r"(?:(?:has\s+|have\s+)?(?:went|gone|goes|go)\s+(?:up|down)|(?:has\s+|have\s+|was\s+|were\s+)?(?:increased"
+    r"(?:(?:has\s+|have\s+)?(?:went|gone|goes|go)\s+(?:up|down)|(?:has\s+|have\s+|was\s+|were\s+|got\s+|gets\s+"
+    r"|has\s+been\s+|have\s+been\s+)?(?:increased"
     r"|decreased|rose|risen|fell|fallen|dropped|grew|grown|climbed|jumped|raised|lowered|reduced|cut))"
 )
 #: Words that start a time, never a cancelled thing ("called off this week").
@@ -174,8 +176,15 @@ _DONE_PARTICIPLE: Final = _compile(
 )
 #: "README updated", "Ordered the new badges": a past participle with its object.
 _DONE_VERB_FIRST: Final = _compile(
-    rf"^(?:(?:i|we)\s+)?(?:(?:just|finally|already)\s+)?(?P<verb>[a-z]+ed)\s+{_DET}{_OBJ}{_END}"
+    r"^(?:(?:i|we)\s+)?(?:(?:just|finally|already)\s+)?(?P<verb>[a-z]+ed|bought|built|made|wrote|sent|paid|took"
+    rf"|gave|found|sold|ran|set\s+up|signed|met)\s+{_DET}{_OBJ}{_END}"
 )
+#: The present of irregular pasts ("Bought the tickets" closes "buy the tickets").
+_IRREGULAR: Final[dict[str, str]] = {
+    "bought": "buy", "built": "build", "made": "make", "wrote": "write", "written": "write", "sent": "send",
+    "paid": "pay", "took": "take", "taken": "take", "gave": "give", "given": "give", "found": "find",
+    "sold": "sell", "got": "get", "did": "do", "done": "do", "ran": "run", "met": "meet", "set up": "set",
+}  # fmt: skip
 _DONE_VERB_LAST: Final = _compile(
     rf"^{_DET}{_OBJ}\s+(?:now\s+|finally\s+)?(?P<verb>(?-i:[a-z]+ed))(?:\s+now)?{_END}"
 )
@@ -196,6 +205,12 @@ _PAST_COPULA: Final = _compile(r"\s(?:was|were)\s")
 #: Pattern families whose statement may also be read as a fact and matched as one.
 _FACT_FAMILIES: Final = frozenset({"move", "reassign", "change", "switch"})
 _TASK_LABELS: Final = frozenset({"todo", "to-do", "task", "action item", "action items", "reminder"})
+#: A statement of what is still to do states no change yet ("We need to migrate the database to
+#: Postgres 16", "Remember to move the demo to Friday"), like a statement labelled TODO.
+_OBLIGATION: Final = _compile(
+    r"^(?:(?:[\w'’-]+\s+){0,3}?(?:needs?\s+to|has\s+to|have\s+to|must|got\s+to|gotta|should)\b"
+    r"|(?:please|pls|remember\s+to|don't\s+forget\s+to|dont\s+forget\s+to|make\s+sure\s+to)\b)"
+)
 _NOT_DONE: Final = _compile(r"\b(?:almost|nearly|half|partially|partly|mostly|not\s+yet|soon)\b")
 _INSTEAD: Final = _compile(rf"^(?P<head>\S.*?)\s+instead\s+of\s+{_OLD}{_END}")
 _NO_LONGER: Final = (
@@ -555,7 +570,7 @@ def _switched_preference(statement: Statement) -> Change | None:
 
 def detect_change(statement: Statement) -> Change | None:
     """The change a statement states, or None (also for every guarded statement)."""
-    if statement.label in _TASK_LABELS or history(statement):
+    if statement.label in _TASK_LABELS or history(statement) or _OBLIGATION.match(statement.core):
         return None  # "TODO: move the demo to Friday" is still to do; "used to" is history
     cancel = _negated_cancel(statement)
     if cancel is not None:
@@ -749,7 +764,8 @@ def _closes_task(change: Change, candidate: CandidateMemory, content_terms: froz
     if candidate.type != "task":
         return False
     subject_terms = key_terms(change.subject or "")
-    if change.verb and not key_terms(change.verb) <= content_terms:
+    verb = _IRREGULAR.get(change.verb.lower(), change.verb)
+    if verb and not key_terms(verb) <= content_terms:
         return False
     if _subject_fits(subject_terms, candidate, content_terms, False):
         return True
@@ -769,7 +785,7 @@ def _names(change: Change, candidate: CandidateMemory) -> bool:
 
 def _same_value(first: str, second: str) -> bool:
     """One value says all the other does ("July 13" and "July 13, 2026"): not a change."""
-    first_terms, second_terms = key_terms(first), key_terms(second)
+    first_terms, second_terms = value_terms(first), value_terms(second)
     return first_terms <= second_terms or second_terms <= first_terms
 
 

@@ -157,7 +157,8 @@ _CODE_VALUE: Final = re.compile(r"^(?=\S*[\d@#/])[\w@#./:+-]+$")
 _NAME_VALUE: Final = re.compile(r"^[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){0,2}$")
 
 _PREFERENCE: Final = re.compile(
-    r"^(?P<holder>i|we|[A-Z][\w'’-]+)\s+(?:(?:now|really|still|actually|also|much|definitely|strongly"
+    r"^(?P<holder>i|we|(?:the|my|our)\s+(?:user|customer|client|boss|manager|team|wife|husband|partner"
+    r"|son|daughter|mom|dad|mother|father|family|kids)|[A-Z][\w'’-]+)\s+(?:(?:now|really|still|actually|also|much|definitely|strongly"
     r"|generally|usually|always|would|do|kind of)\s+)*"
     r"(?P<verb>prefer(?:s|red)?|like[sd]?|love[sd]?|hate[sd]?|dislike[sd]?|enjoy(?:s|ed)?|rather|'d\s+rather)"
     r"\s+(?P<object>\S.*?)[\s.!]*$",

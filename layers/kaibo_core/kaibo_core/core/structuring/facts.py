@@ -12,7 +12,7 @@ linear: every pattern is compiled at import and runs on a statement of at most 4
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from kaibo_core.core.structuring.classify import ValueKind, key_terms, parse_copula, subject_key, value_kind
@@ -110,6 +110,44 @@ _COSTS: Final = re.compile(rf"^{_NP}\s+(?:now\s+|still\s+)?costs\s+(?P<value>\S.
 _PROCEDURE: Final = re.compile(
     r"^(?:how\s+)?to\s+(?P<goal>[\w'’#&.@/-]+(?:\s+[\w'’#&.@/-]+){0,7}?)\s*[,:]\s+(?P<value>\S.*?)" + _END, _I
 )
+#: "Board meeting: November 11 at 10am", "Support hotline: 1-800-555-0199": a label and its value.
+_COLON: Final = re.compile(
+    rf"^(?P<np>[\w'’#&.@-]+(?:\s+[\w'’#&.@-]+){{0,7}}?)\s*:\s+(?P<value>\S.*?){_END}", _I
+)
+#: "Code freeze starts December 9", "The venue holds 150 people", "My flight leaves on June 21 at
+#: 9:15am", "The platform team has 15 engineers": a present-tense verb and a typed value.
+_VERB_VALUE: Final = re.compile(
+    rf"^(?P<det>(?:the|a|an|our|my|your|his|her|their|this|that)\s+)?{_NP}\s+(?:(?:now|still|currently|usually|always|officially|also)\s+)*"
+    r"(?P<verb>(?-i:[a-z]+s)|has|have)"
+    r"(?:\s+(?P<prep>on|at|in|for|from|to|by|around|about|until|till|through|with|of))?"
+    rf"\s+(?P<value>\S.*?){_END}",
+    _I,
+)
+#: "Carla reviews all pull requests for the payments service": a person and what they do.
+_AGENT_PRESENT: Final = re.compile(
+    rf"^{_NAME_NP}\s+(?:now\s+|still\s+|currently\s+)?(?P<verb>(?-i:[a-z]+s))\s+"
+    rf"(?P<object>(?:the|our|all|every|each|a|an)\s+\S.*?){_END}",
+    _I,
+)
+#: "We have to file the VAT return by July 20", "Submit the visa form before June 3": the object's
+#: due date (the whole object: "the report to Acme" and "the report to Globex" are two tasks).
+_DUE_BY: Final = re.compile(
+    r"^(?:(?:[\w'’-]+\s+){0,3}?(?:needs?\s+to|has\s+to|have\s+to|must|will|'ll|is\s+to|are\s+to"
+    r"|is\s+going\s+to|are\s+going\s+to)\s+)?(?P<verb>(?-i:[a-z]+)|[A-Z][a-z]+)\s+"
+    rf"(?P<object>(?:the|our|my|a|an|this|that)\s+[^,;:]+?)\s+(?:by|before|no\s+later\s+than)\s+(?P<value>\S.*?){_END}",
+    _I,
+)
+#: A value that is a clause of its own ("the webinar starts at 3pm"), not a label's value.
+_CLAUSE_VALUE: Final = re.compile(
+    r"^(?:the|our|my|we|i|it|they|this|that)\s+\S+(?:\s+\S+){0,5}?\s+(?:is|are|was|were|will|has|have"
+    r"|(?-i:[a-z]+s))\s+\S",
+    _I,
+)
+_HAS_VERB: Final = re.compile(r"\s(?:is|are|was|were|will|has|have|had|'s\s+been)\s", _I)
+#: A second clause after a value ("June 21 at 9:15am now, the airline changed it").
+_VALUE_CLAUSE: Final = re.compile(
+    r",\s+(?:the|we|i|they|he|she|it|so|but|and|because|as|since|which|who|that|this|our|my)\b.*$", _I
+)
 _PARTICIPLE: Final = re.compile(
     r"^(?P<verb>[a-z]+(?:ed|en)|led|run|held|kept|paid|sent|built|set|done|made)\s+(?P<prep>by|in|at|to"
     r"|through|via|on|from|for|as|with)\s+(?P<value>\S.*)$",
@@ -124,7 +162,7 @@ _PREPOSITIONS: Final = frozenset({"for", "of", "in", "at", "on", "with", "from",
 _PERSONAL: Final = frozenset({"i", "you", "he", "she", "it", "we", "they", "me", "us", "them"})
 _OTHER_POSSESSIVES: Final = frozenset({"your", "his", "her", "their", "its"})
 #: Habits ("at 9am on Mondays"): two values for different weekdays are both true.
-_HABIT_DAYS: Final = re.compile(rf"\b{_DAYS}s\b", _I)
+_HABIT_DAYS: Final = re.compile(rf"\b(?:{_DAYS}s|weekdays|weekends|weeknights|holidays)\b", _I)
 _FUNCTION_VERBS: Final = frozenset(
     {"is", "are", "was", "were", "be", "been", "has", "have", "had", "do", "does", "did", "will", "would"}
     | {"can", "could", "should", "may", "might", "must"}
@@ -176,6 +214,9 @@ class Fact:
     value: str
     holder: str = ""  # the speaker of a first-person subject ("my favorite editor"), else ""
     cued: bool = False  # the statement says the value is new ("now", "from now on", "a new")
+    #: Every stemmed term of the statement the fact was read from: words said around the subject
+    #: ("Update on Initech: the kickoff is on May 7" names Initech outside the subject).
+    context: frozenset[str] = frozenset()
 
     @property
     def kind(self) -> ValueKind:
@@ -267,12 +308,111 @@ def _inverted(subject_words: str, determiner: str, prep: str, value: str) -> tup
 
 
 def _from_clause(core: str, speaker: str | None) -> Fact | None:
-    """The first reading that fits: the specific forms, then a copula, then any verb and preposition."""
+    """The first reading that fits: the specific forms, then a copula, then any verb and preposition,
+    then a label with a typed value, a verb with a typed value, a person and what they do."""
     for parse in (_has_new, _owner, _location, _procedure, _price, _scheduled, _agent):
         fact = parse(core)
         if fact is not None:
             return fact
-    return _from_copula(core, speaker) or _verb_fact(core)
+    return (
+        _from_copula(core, speaker)
+        or _verb_fact(core)
+        or _colon(core, speaker)
+        or _verb_value(core, speaker)
+        or _agent_present(core)
+        or _due_by(core)
+    )
+
+
+def _due_by(core: str) -> Fact | None:
+    """ "We have to file the VAT return by July 20": the VAT return is due July 20."""
+    match = _DUE_BY.match(core)
+    if match is None or match.group("verb").lower() in _FUNCTION_VERBS | _MID_DETERMINERS:
+        return None
+    value = _typed_value(match.group("value"))
+    if value is None or value_shape(value) not in {"date", "time"}:
+        return None
+    return _fact(subject_key(match.group("object")), "due", value)
+
+
+def _typed_value(value: str) -> str | None:
+    """The value without a second clause, when it is a definite value (a date, time, number,
+    amount, contact detail, address, code; a name of at most three words): else None."""
+    value = _VALUE_CLAUSE.sub("", value).strip(" .!,;")
+    cleaned, _ = _clean(value)
+    if not cleaned or len(cleaned) > 80 or _HAS_VERB.search(f" {cleaned} "):
+        return None  # "Lena's birthday is May 13" is a clause, not a value
+    shape = value_shape(cleaned)
+    return cleaned if shape in DEFINITE_SHAPES or shape.startswith("number") or shape == "name" else None
+
+
+def _subject_holder(np: str, speaker: str | None) -> tuple[str | None, str]:
+    words = np.split()
+    determiner = words[0].lower() if words else ""
+    return subject_key(np), _holder(determiner, speaker)
+
+
+def _colon(core: str, speaker: str | None) -> Fact | None:
+    """ "Board meeting: November 11 at 10am": the label is the subject, a typed value its value."""
+    match = _COLON.match(core)
+    if match is None or not _noun_phrase(match.group("np")) or _personal(match.group("np")):
+        return None
+    value = _typed_value(match.group("value"))
+    if value is None or _CLAUSE_VALUE.match(value):
+        return None  # "Sorry, typo: the webinar starts at 3pm" is a clause, read on its own
+    subject, holder = _subject_holder(match.group("np"), speaker)
+    attribute, value = _copula_attribute("", value, value_kind(value))
+    qualified = _clean(match.group("value"))[1]
+    return _fact(subject, attribute, value, holder, qualified)
+
+
+def _verb_value(core: str, speaker: str | None) -> Fact | None:
+    """ "Code freeze starts December 9", "The venue holds 150 people": the verb is the attribute,
+    the value a typed one (never free text: "The team uses Slack for chat" states no value)."""
+    match = _VERB_VALUE.match(core)
+    if match is None or not _noun_phrase(match.group("np")):
+        return None
+    verb = match.group("verb").lower()
+    if verb in _FUNCTION_VERBS - {"has", "have"} or verb.endswith("ss"):
+        return None
+    value = _typed_value(match.group("value"))
+    if value is None:
+        return None
+    shape = value_shape(value)
+    if verb in {"has", "have"} and not shape.startswith("number"):
+        return None  # "The team has Slack" states no value; "has 15 engineers" a count
+    if shape == "name":
+        return None  # "Anna works with Ben": a name after any verb is no value of the subject
+    stems = " ".join(sorted(key_terms(verb))) or verb
+    np = f"{match.group('det') or ''}{match.group('np')}"
+    if verb in {"has", "have"} and np.lower() in {"we", "i"}:
+        return _count(value, np, speaker)
+    subject, holder = _subject_holder(np, speaker)
+    qualified = _clean(match.group("value"))[1]
+    return _fact(subject, f"{stems} {match.group('prep') or ''}".strip(), value, holder, qualified)
+
+
+def _count(value: str, np: str, speaker: str | None) -> Fact | None:
+    """ "We have 230 active customers": the count of active customers (ours, or the speaker's)."""
+    number, _, things = value.partition(" ")
+    subject = subject_key(things)
+    if subject is None:
+        return None
+    holder = (speaker or "").lower() if np.lower() == "i" else ""
+    return _fact(subject, "count", number, holder)
+
+
+def _agent_present(core: str) -> Fact | None:
+    """ "Carla reviews all pull requests for the payments service": who does it (a verb's own
+    attribute: another person replaces Carla only with a cue, "Ben reviews ... now")."""
+    match = _AGENT_PRESENT.match(core)
+    if match is None:
+        return None
+    verb = match.group("verb").lower()
+    if verb in _FUNCTION_VERBS or verb.endswith("ss"):
+        return None
+    stems = " ".join(sorted(key_terms(verb)))
+    return _fact(_subject(match.group("object")), f"by {stems}", match.group("name")) if stems else None
 
 
 def _scheduled(core: str) -> Fact | None:
@@ -365,6 +505,9 @@ def _clauses(core: str) -> list[str]:
         head, found, tail = core.rpartition(separator)
         if found and head and len(tail.split()) >= 3:
             clauses.append(tail)
+    head, found, _ = core.partition(", ")
+    if found and len(head.split()) >= 3:
+        clauses.append(head)  # "The flight leaves June 21 now, the airline changed it"
     return clauses
 
 
@@ -376,7 +519,7 @@ def parse_fact(statement: Statement) -> Fact | None:
     for clause in _clauses(core):
         fact = _from_clause(clause, statement.speaker)
         if fact is not None:
-            return fact
+            return replace(fact, context=key_terms(core))
     return None
 
 
@@ -445,8 +588,17 @@ def _same_subject(new: Fact, old: Fact) -> bool:
     return new.cued and same_head and len(new_terms) >= 2 and new_terms < old_terms
 
 
+_LETTER: Final = re.compile(r"(?<![\w'’])(?-i:[A-Z]|\d)(?![\w'’])")
+
+
+def value_terms(value: str) -> frozenset[str]:
+    """A value's stemmed terms, with the single capital letters and digits stemming drops ("Room A",
+    "Gate 5"): "Room A" and "Room B" are two values."""
+    return key_terms(value) | {token.lower() for token in _LETTER.findall(value)}
+
+
 def _same_value(first: str, second: str) -> bool:
-    first_terms, second_terms = key_terms(first), key_terms(second)
+    first_terms, second_terms = value_terms(first), value_terms(second)
     return first_terms <= second_terms or second_terms <= first_terms
 
 
@@ -484,11 +636,158 @@ def distinct_scopes(new: Fact, old: Fact, cued: bool) -> bool:
     return not (cued or new.cued) and _different_habits(new.value, old.value)
 
 
+# --- typed slots: a value's shape says which attribute it fills ------------------------------------
+
+#: Shapes of values that are one definite thing (never an opinion, never free text).
+DEFINITE_SHAPES: Final = frozenset({"time", "date", "phone", "email", "url", "money", "address", "code"})
+_EMAIL: Final = re.compile(r"^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$")
+_URL: Final = re.compile(r"^(?:https?://|www\.)\S+$", _I)
+_PHONE: Final = re.compile(r"^\+?\(?\d[\d\s().-]{5,}\d(?:\s*(?:ext\.?|x)\s*\d+)?$", _I)
+_MONEY: Final = re.compile(
+    r"^(?:[$€£]\s?\d|\d[\d,.]*\s*(?:k|m|usd|eur|gbp|chf|dollars?|euros?|pounds?|bucks)\b)", _I
+)
+_ADDRESS: Final = re.compile(
+    r"^\d+[a-z]?\s+(?:[A-Z][\w'’.-]*\s+){1,4}?(?:street|st|avenue|ave|road|rd|boulevard|blvd|lane|ln"
+    r"|drive|dr|way|place|pl|square|sq|court|ct|terrace|parkway|highway|hwy|strasse|straße|allee|platz)\b",
+    _I,
+)
+_NUMBER_UNIT: Final = re.compile(r"^[$€£+]?\d[\d,.]*%?\s*(?:(?:a|an|per|of)\s+)?(?P<unit>[a-z]+)?", _I)
+_WORD_NUMBER: Final = re.compile(
+    r"^(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty"
+    r"|hundred)\s+(?P<unit>[a-z]+)",
+    _I,
+)
+#: Words of a subject that only name the slot its value fills ("launch date", "Tom's email
+#: address", "Maria's phone number"): the value's shape says the same, so they are not compared.
+_SLOT_WORDS: Final[dict[str, frozenset[str]]] = {
+    "when": key_terms("date time day deadline schedule timing"),
+    "phone": key_terms("phone number mobile cell telephone tel contact"),
+    "email": key_terms("email e-mail mail address contact"),
+    "url": key_terms("url link website site address"),
+    "address": key_terms("address location"),
+    "money": key_terms("price cost fee amount"),
+}
+#: Words that say a value is new, not which subject it belongs to ("Priya's new address").
+_NOISE_WORDS: Final = key_terms("new current updated latest revised actual correct right final update")
+
+
+def value_shape(value: str) -> str:
+    """What kind of definite value ``value`` is: ``time``, ``date``, ``phone``, ``email``, ``url``,
+    ``money``, ``address``, ``number <unit>`` ("120 people" -> ``number peopl``), ``code``; else
+    ``name`` or ``other`` (free text)."""
+    text = value.strip(" .!,;")
+    if _EMAIL.match(text):
+        return "email"
+    if _URL.match(text):
+        return "url"
+    kind = value_kind(text)
+    if kind in {"time", "date"}:
+        return kind
+    if _PHONE.match(text) and sum(char.isdigit() for char in text) >= 7:
+        return "phone"
+    if _MONEY.match(text):
+        return "money"
+    if _ADDRESS.match(text):
+        return "address"
+    number = _NUMBER_UNIT.match(text) or _WORD_NUMBER.match(text)
+    if kind == "number" and number is not None:
+        unit = " ".join(sorted(key_terms(number.group("unit") or "")))
+        return f"number {unit}".strip()
+    return kind
+
+
+def _slot_class(shape: str) -> str:
+    return "when" if shape in {"time", "date"} else shape
+
+
+def _family(attribute: str) -> str:
+    """Attributes that say the same as a copula ("is due", "is on", "has a new", "costs")."""
+    if attribute in {"when", "due", "contact", "price", "name", "be"} or attribute.startswith("be "):
+        return "be"
+    if attribute in SINGLE_VALUED or attribute.startswith(("where", "by ")):
+        return attribute
+    return attribute.split(maxsplit=1)[0]  # a verb's own: "leaves on June 20" and "leaves June 21"
+
+
+def core_terms(fact: Fact) -> frozenset[str]:
+    """The subject's stemmed terms without the words that name the value's slot or say it is new."""
+    terms = key_terms(fact.subject)
+    core = terms - _NOISE_WORDS - _SLOT_WORDS.get(_slot_class(value_shape(fact.value)), frozenset())
+    return core or terms
+
+
+def subjects_match(new: Fact, old: Fact) -> bool:
+    """Same subject, by overlap: the same core terms; or each side's extra terms said elsewhere in
+    the other statement ("the kickoff" in "Update on Initech: the kickoff is on May 7" and "the
+    kickoff with Initech"); or the newer one names fewer of the older one's words, at least two
+    ("vat return" after "vat return filing"). Never across holders, never when the newer adds a
+    word ("the guest wifi password" after "the wifi password"), never two different names on each
+    side ("Maria's phone" and "Mario's phone", "the Q2 report" and "the Q3 report")."""
+    if new.holder != old.holder:
+        return False
+    first, second = core_terms(new), core_terms(old)
+    if first == second:
+        return bool(first)
+    if not first & second:
+        return False
+    extra_new, extra_old = first - second, second - first
+    if extra_new <= old.context and extra_old <= new.context and old.context and new.context:
+        return True
+    # The newer statement may name its subject more briefly ("the VAT return" for "the VAT return
+    # filing"); one that adds a word names another thing ("the guest wifi password").
+    return not extra_new and len(first) >= 2
+
+
+def _when_parts(value: str) -> tuple[bool, bool]:
+    return value_kind_has(value, "date"), value_kind_has(value, "time")
+
+
+def value_kind_has(value: str, kind: str) -> bool:
+    """Whether ``value`` names a date (``kind="date"``) or a time of day (``"time"``)."""
+    if kind == "time":
+        return value_kind(value) == "time"
+    without_time = _TIME_ONLY.sub(" ", value)
+    return value_kind(without_time) == "date"
+
+
+_TIME_ONLY: Final = re.compile(
+    r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|\bnoon\b|\bmidnight\b", _I
+)
+
+
+def _shapes_compete(new: str, old: str) -> bool:
+    """Two values that cannot both hold for one slot: the same definite shape; a date and a date
+    (with or without a time); a time and a time of day on no other day ("on Friday" and "at 4pm" are
+    both true of one meeting)."""
+    new_shape, old_shape = value_shape(new), value_shape(old)
+    if _slot_class(new_shape) == "when" == _slot_class(old_shape):
+        new_date, new_time = _when_parts(new)
+        old_date, old_time = _when_parts(old)
+        return (new_date and old_date) or (new_time and old_time)
+    if new_shape != old_shape:
+        return False
+    return new_shape in DEFINITE_SHAPES or new_shape.startswith("number")
+
+
+def typed_conflict(new: Fact, old: Fact, cued: bool) -> bool:
+    """The same subject (``subjects_match``) and attribute, and two definite values of one slot:
+    a date for a date, a phone number for a phone number, 150 people for 120 people. No cue is
+    needed: a subject has one value of such a slot at a time (habits on other days aside)."""
+    if _family(new.attribute) != _family(old.attribute) or _same_value(new.value, old.value):
+        return False
+    if not _shapes_compete(new.value, old.value) or distinct_scopes(new, old, cued):
+        return False
+    return subjects_match(new, old)
+
+
 def conflicts(new: Fact, old: Fact, cued: bool) -> bool:
     """``new`` gives ``old``'s subject and attribute another value: it retires ``old``. Without a cue
     the attribute must take one value at a time (a date, an owner, a place ...) or both values be
     of the same definite kind (a time, a date, a number, a name, a code). An opinion ("great",
-    "so bold", "key") is never a value: it neither retires nor is retired."""
+    "so bold", "key") is never a value: it neither retires nor is retired. Two definite values of
+    one slot conflict without a cue for subjects that match by overlap (``typed_conflict``)."""
+    if typed_conflict(new, old, cued):
+        return True
     if not _same_subject(new, old) or _same_value(new.value, old.value):
         return False
     if evaluative(new.value) or evaluative(old.value):

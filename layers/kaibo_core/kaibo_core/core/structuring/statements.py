@@ -72,7 +72,7 @@ _FILLER: Final = re.compile(
     r"|from now on|going forward|as of now|as of today|these days|nowadays)"
     r"|ok(?:ay)?|so|also|and|but|alright|all right|btw|by the way|fyi|heads up|hey(?: team| all)?"
     r"|hi(?: team| all)?|hello(?: team| all)?|just so you know|oh|yeah|thanks|thank you|to be clear"
-    r"|for the record|ah|hmm)\b[\s,:;.!—–-]*"
+    r"|for the record|ah|hmm|(?:it\s+)?turns\s+out(?:\s+that)?)\b[\s,:;.!—–-]*"
     r"|(?:(?P<punct_cue>correction|update|change of plans?)|quick update|no|yes|great|well|good news"
     r"|bad news)\s*[,:;.!—–-]+\s*)",
     re.IGNORECASE,
