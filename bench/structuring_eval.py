@@ -91,6 +91,7 @@ from kaibo_core.core.structuring.model_output import (
 from kaibo_core.core.structuring.plan import CommitOutcome, StructuringCommit, structured_memory_id
 from kaibo_core.core.structuring.rules import RuleStructurer
 from kaibo_core.core.tokens import count_tokens
+from kaibo_core.core.webhooks import Notification
 from kaibo_core.runtime.embedded import EmbeddedKaibo
 from kaibo_core.services.remember import RememberService
 from kaibo_core.services.structuring import StructuringService, StructuringStats
@@ -104,6 +105,8 @@ SCENARIOS_PATH: Final = ROOT / "tests" / "data" / "structuring_scenarios.json"
 #: Written by a helper who never read the structurer, frozen before any change to the rules, never
 #: tuned on (#15): only its figures and per-category tallies are printed, not its misses.
 HELDOUT_PATH: Final = ROOT / "tests" / "data" / "structuring_heldout.json"
+#: A second held-out set, written the same way after the rules changed (#15: confirms the figures).
+HELDOUT2_PATH: Final = ROOT / "tests" / "data" / "structuring_heldout2.json"
 RECALL_BUDGET: Final = 300
 DEFAULT_STREAM: Final = "s"
 #: The issue's targets on the scenario set.
@@ -1110,9 +1113,15 @@ class PhasedStructuringStore(DynamoStructuringStore):
         with self.phases("stage"):
             return super().stage(memory)
 
-    def commit(self, project: ProjectId, change: StructuringCommit) -> CommitOutcome:
+    def commit(
+        self,
+        project: ProjectId,
+        change: StructuringCommit,
+        notifications: Sequence[Notification] = (),
+        now: str = "",
+    ) -> CommitOutcome:
         with self.phases("commit"):
-            return super().commit(project, change)
+            return super().commit(project, change, notifications, now)
 
     def unindex(self, memory: MemoryRecord) -> None:
         with self.phases("unindex"):
@@ -1517,6 +1526,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     else:
         out(f"No held-out set at {HELDOUT_PATH.relative_to(ROOT)}: only the own set is measured.", "")
+    if args.scenarios is None and HELDOUT2_PATH.is_file():
+        results["heldOut2"] = section_scenarios(out, CpuSamples(), data_path, HELDOUT2_PATH, held_out=True)
+        section_side_by_side(out, results["scenarios"], results["heldOut2"], "second held-out set")
     if args.scenarios_only:
         if args.json is not None:
             args.json.write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")

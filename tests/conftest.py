@@ -36,6 +36,7 @@ class AwsStack:
     admin_key_hash: str
     queues: dict[str, str]
     sqs: Any
+    kms_key_id: str
 
     def function_env(self) -> dict[str, str]:
         return {
@@ -50,6 +51,10 @@ class AwsStack:
             "KAIBO_LEDGER_TABLE": self.tables["LedgerTable"],
             "KAIBO_STRUCTURING_QUEUE_URL": self.queues["StructuringQueue"],
             "KAIBO_ADMIN_KEY_HASH": self.admin_key_hash,
+            "KAIBO_WEBHOOKS_TABLE": self.tables["WebhooksTable"],
+            "KAIBO_WEBHOOK_QUEUE_URL": self.queues["WebhookQueue"],
+            "KAIBO_WEBHOOK_DLQ_URL": self.queues["WebhookDeadLetterQueue"],
+            "KAIBO_WEBHOOK_KEY_ID": self.kms_key_id,
         }
 
 
@@ -104,8 +109,16 @@ def aws_stack() -> Iterator[AwsStack]:
         template = load_template()
         tables = create_tables(client, template, suffix)
         queues = create_queues(sqs, template, suffix)
+        kms = boto3.client(
+            "kms",
+            endpoint_url=emulator.endpoint_url,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+        key_id = kms.create_key(Description="kaibo tests")["KeyMetadata"]["KeyId"]
         admin_key, admin_hash = issue_admin_key()
-        yield AwsStack(emulator.endpoint_url, tables, client, admin_key, admin_hash, queues, sqs)
+        yield AwsStack(emulator.endpoint_url, tables, client, admin_key, admin_hash, queues, sqs, key_id)
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ ROOT: Final = Path(__file__).resolve().parents[1]
 SITE: Final = ROOT / "functions" / "docs" / "site"
 DOCS: Final = ROOT / "docs"
 #: Handler modules whose routes make the API (template.yaml's API functions; docs serves itself).
-API_FUNCTIONS: Final = ("remember", "events", "recall", "memories", "forget", "admin", "docs")
+API_FUNCTIONS: Final = ("remember", "events", "recall", "memories", "forget", "admin", "docs", "webhooks")
 TITLE: Final = "Kaibo"
 SUMMARY: Final = (
     "A memory service for AI agents: remember raw events into hash-chained streams, recall the "

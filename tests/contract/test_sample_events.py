@@ -32,6 +32,7 @@ from kaibo_core.core.tenancy import Principal
 from kaibo_core.runtime import wiring
 from kaibo_core.services.admin import AdminService
 from kaibo_local.emulator import Emulator, start_emulator
+from kaibo_local.kms_keys import create_keys
 from kaibo_local.template import (
     REPO_ROOT,
     FunctionSpec,
@@ -70,6 +71,13 @@ EXPECTED_STATUS: dict[str, int] = {
     "get-llms-txt.json": 200,  # no key
     "get-llms-full-txt.json": 200,  # no key
     "get-docs-zip.json": 200,  # no key: binary, base64-encoded
+    "create-webhook.json": 201,  # a subscription; its secret shown once
+    "list-webhooks.json": 200,
+    "get-webhook.json": 200,  # after create-webhook.json (id patched in)
+    "delete-webhook.json": 204,  # after create-webhook.json (id patched in)
+    "rotate-webhook-secret.json": 200,  # after create-webhook.json (id patched in)
+    "test-webhook.json": 202,  # after create-webhook.json: a webhook.test event queued
+    "webhook-deliveries.json": 200,  # after create-webhook.json: no attempt yet
 }
 #: Samples of the queue and schedule triggers (not proxy events): structure a job, sweep.
 TRIGGER_SAMPLES = {"structure-jobs.json", "sweep.json", "purge.json"}
@@ -223,6 +231,8 @@ def stack(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Iterator[Local
     sqs = boto3.client("sqs", endpoint_url=emulator.endpoint_url, region_name=REGION)
     suffix = secrets.token_hex(6)
     resources = {**create_tables(client, TEMPLATE, suffix), **create_queues(sqs, TEMPLATE, suffix)}
+    kms = boto3.client("kms", endpoint_url=emulator.endpoint_url, region_name=REGION)
+    resources |= {name: key_id for name, (key_id, _material) in create_keys(kms, TEMPLATE, {}).items()}
     admin_key, admin_key_hash = api_keys.issue_admin_key()
     yield LocalStack(resources, admin_key, admin_key_hash, client, monkeypatch)
     wiring.reset()
@@ -274,6 +284,12 @@ def _key_exists(stack: LocalStack, event: dict[str, Any]) -> dict[str, Any]:
     return with_path_parameter(event, "key_id", stack.create_project().key_id)
 
 
+def _webhook_exists(stack: LocalStack, event: dict[str, Any]) -> dict[str, Any]:
+    created = stack.invoke(load_event("create-webhook.json"))
+    assert created.status == 201, created.body
+    return with_path_parameter(event, "webhook_id", created.body["id"])
+
+
 PREPARE: dict[str, Callable[[LocalStack, dict[str, Any]], dict[str, Any]]] = {
     "list-streams.json": _remember_first,
     "list-events.json": _remember_first,
@@ -286,6 +302,11 @@ PREPARE: dict[str, Callable[[LocalStack, dict[str, Any]], dict[str, Any]]] = {
     "get-job.json": _job_exists,
     "forget.json": _remember_first,
     "get-receipt.json": _receipt_exists,
+    "get-webhook.json": _webhook_exists,
+    "delete-webhook.json": _webhook_exists,
+    "rotate-webhook-secret.json": _webhook_exists,
+    "test-webhook.json": _webhook_exists,
+    "webhook-deliveries.json": _webhook_exists,
 }
 
 

@@ -52,6 +52,13 @@ EXPECTED_ROUTES: dict[tuple[str, str], str] = {
     ("GET", "/docs/llms.txt"): "DocsFunction",
     ("GET", "/docs/llms-full.txt"): "DocsFunction",
     ("GET", "/docs/docs.zip"): "DocsFunction",
+    ("POST", "/v1/webhooks"): "WebhooksFunction",
+    ("GET", "/v1/webhooks"): "WebhooksFunction",
+    ("GET", "/v1/webhooks/{webhook_id}"): "WebhooksFunction",
+    ("DELETE", "/v1/webhooks/{webhook_id}"): "WebhooksFunction",
+    ("POST", "/v1/webhooks/{webhook_id}/rotate-secret"): "WebhooksFunction",
+    ("POST", "/v1/webhooks/{webhook_id}/test"): "WebhooksFunction",
+    ("GET", "/v1/webhooks/{webhook_id}/deliveries"): "WebhooksFunction",
 }
 
 #: Function → the exact (action, resource) pairs it is allowed; resources as "Table" or
@@ -100,6 +107,11 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
         ("dynamodb:PutItem", "LedgerTable"),
         ("dynamodb:UpdateItem", "LedgerTable"),
         ("dynamodb:ConditionCheckItem", "LedgerTable"),
+        # webhook events in the outbox, in the same transaction, then queued for fan-out
+        ("dynamodb:GetItem", "WebhooksTable"),
+        ("dynamodb:PutItem", "WebhooksTable"),
+        ("dynamodb:UpdateItem", "WebhooksTable"),
+        ("sqs:SendMessage", "WebhookQueue"),
     },
     "StructureFunction": {
         ("dynamodb:BatchGetItem", "EventsTable"),
@@ -114,6 +126,11 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
         ("dynamodb:UpdateItem", "JobsTable"),
         ("dynamodb:GetItem", "ProjectsTable"),
         ("bedrock:InvokeModel", "foundation-model/${BedrockModelId}"),
+        # webhook events in the outbox, in the same transaction, then queued for fan-out
+        ("dynamodb:GetItem", "WebhooksTable"),
+        ("dynamodb:PutItem", "WebhooksTable"),
+        ("dynamodb:UpdateItem", "WebhooksTable"),
+        ("sqs:SendMessage", "WebhookQueue"),
     },
     "PurgeFunction": {
         ("dynamodb:Query", "LedgerTable/index/PurgeDue"),
@@ -135,6 +152,25 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
     "EventsFunction": {
         ("dynamodb:Query", "EventsTable"),
         ("dynamodb:Query", "EventsTable/index/StreamHeads"),
+    },
+    "WebhooksFunction": {
+        ("dynamodb:GetItem", "WebhooksTable"),
+        ("dynamodb:PutItem", "WebhooksTable"),
+        ("dynamodb:UpdateItem", "WebhooksTable"),
+        ("dynamodb:DeleteItem", "WebhooksTable"),
+        ("dynamodb:Query", "WebhooksTable"),
+        ("kms:Encrypt", "WebhookSecretsKey"),
+        ("sqs:SendMessage", "WebhookQueue"),
+    },
+    "WebhookDispatchFunction": {
+        ("dynamodb:GetItem", "WebhooksTable"),
+        ("dynamodb:PutItem", "WebhooksTable"),
+        ("dynamodb:UpdateItem", "WebhooksTable"),
+        ("dynamodb:Query", "WebhooksTable"),
+        ("dynamodb:Query", "WebhooksTable/index/Unrelayed"),
+        ("kms:Decrypt", "WebhookSecretsKey"),
+        ("sqs:SendMessage", "WebhookQueue"),
+        ("sqs:SendMessage", "WebhookDeadLetterQueue"),
     },
 }
 
@@ -176,6 +212,7 @@ EXPECTED_TABLE_KEYS: dict[str, list[tuple[str, str, str]]] = {
     "TermIndexTable": [("pk", "S", "HASH"), ("sk", "S", "RANGE")],
     "JobsTable": [("pk", "S", "HASH")],
     "LedgerTable": [("pk", "S", "HASH"), ("sk", "S", "RANGE")],
+    "WebhooksTable": [("pk", "S", "HASH"), ("sk", "S", "RANGE")],
 }
 
 

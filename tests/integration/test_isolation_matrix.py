@@ -73,6 +73,11 @@ FUNCTION_OF = {
     "/v1/admin/projects": "admin",
     "/v1/admin/projects/{project_id}/keys": "admin",
     "/v1/admin/keys/{key_id}": "admin",
+    "/v1/webhooks": "webhooks",
+    "/v1/webhooks/{webhook_id}": "webhooks",
+    "/v1/webhooks/{webhook_id}/rotate-secret": "webhooks",
+    "/v1/webhooks/{webhook_id}/test": "webhooks",
+    "/v1/webhooks/{webhook_id}/deliveries": "webhooks",
 }
 
 
@@ -228,6 +233,70 @@ def _receipt(a: ProjectA, b: str) -> tuple[tuple[int, str], tuple[int, str]]:
     return normalized(get(receipt_id), receipt_id), normalized(get(missing), missing)
 
 
+def a_webhook(a: ProjectA) -> str:
+    created = as_project(
+        a.project,
+        "POST",
+        "/v1/webhooks",
+        "/v1/webhooks",
+        body={"url": "https://example.com/hook", "events": ["memory.forgotten"]},
+    )
+    assert created.status == 201, created.body
+    return str(created.body["id"])
+
+
+def _webhooks(a: ProjectA, b: str) -> tuple[tuple[int, str], tuple[int, str]]:
+    a_webhook(a)
+    empty = new_project()
+    return (
+        normalized(as_project(b, "GET", "/v1/webhooks", "/v1/webhooks")),
+        normalized(as_project(empty, "GET", "/v1/webhooks", "/v1/webhooks")),
+    )
+
+
+def _create_webhook(a: ProjectA, b: str) -> tuple[tuple[int, str], tuple[int, str]]:
+    # B's new webhook is B's alone: A's list does not change, and B's holds only its own.
+    a_webhook(a)
+    body = {"url": "https://example.com/b", "events": ["memory.structured"]}
+    made = as_project(b, "POST", "/v1/webhooks", "/v1/webhooks", body=body)
+    assert made.status == 201
+    listed = as_project(b, "GET", "/v1/webhooks", "/v1/webhooks").body["webhooks"]
+    theirs = as_project(a.project, "GET", "/v1/webhooks", "/v1/webhooks").body["webhooks"]
+    return (made.status, json.dumps([w["id"] for w in listed])), (201, json.dumps([made.body["id"]])) if all(
+        w["id"] != made.body["id"] for w in theirs
+    ) else (0, "B's webhook is in A's list")
+
+
+def _webhook(method: str, suffix: str = "") -> Case:
+    """A route naming one webhook: A's id, given by B, answers as an id that exists nowhere."""
+
+    def case(a: ProjectA, b: str) -> tuple[tuple[int, str], tuple[int, str]]:
+        def ask(webhook_id: str) -> Reply:
+            return as_project(
+                b,
+                method,
+                f"/v1/webhooks/{webhook_id}{suffix}",
+                f"/v1/webhooks/{{webhook_id}}{suffix}",
+                path_parameters={"webhook_id": webhook_id},
+            )
+
+        mine, missing = a_webhook(a), "wh_" + "z" * 20
+        seen = normalized(ask(mine), mine)
+        assert (
+            as_project(
+                a.project,
+                "GET",
+                f"/v1/webhooks/{mine}",
+                "/v1/webhooks/{webhook_id}",
+                path_parameters={"webhook_id": mine},
+            ).status
+            == 200
+        )  # untouched
+        return seen, normalized(ask(missing), missing)
+
+    return case
+
+
 def _public(path: str) -> Case:
     """The docs name no project: B is answered exactly as anyone (the same document)."""
 
@@ -279,6 +348,13 @@ CASES: dict[tuple[str, str], Case] = {
     ("DELETE", "/v1/admin/keys/{key_id}"): _admin(
         "DELETE", "/v1/admin/keys/{key_id}", "/v1/admin/keys/{key_id}"
     ),
+    ("POST", "/v1/webhooks"): _create_webhook,
+    ("GET", "/v1/webhooks"): _webhooks,
+    ("GET", "/v1/webhooks/{webhook_id}"): _webhook("GET"),
+    ("DELETE", "/v1/webhooks/{webhook_id}"): _webhook("DELETE"),
+    ("POST", "/v1/webhooks/{webhook_id}/rotate-secret"): _webhook("POST", "/rotate-secret"),
+    ("POST", "/v1/webhooks/{webhook_id}/test"): _webhook("POST", "/test"),
+    ("GET", "/v1/webhooks/{webhook_id}/deliveries"): _webhook("GET", "/deliveries"),
 }
 
 
@@ -305,6 +381,7 @@ def test_given_project_a_things_then_project_b_sees_them_as_missing(
 def test_given_every_table_then_every_key_carries_its_project(handler_env: Any, project_a: ProjectA) -> None:
     created = call("admin", "POST", "/v1/admin/projects", body={"name": "scan"}, context=ADMIN_CONTEXT)
     assert created.status == 201
+    a_webhook(project_a)  # subscriptions and the outbox head
     project_key = re.compile(r"^prj_[0-9A-Za-z]+#")
     for table_name, table in handler_env.tables.items():
         pages = handler_env.dynamodb.get_paginator("scan").paginate(TableName=table)

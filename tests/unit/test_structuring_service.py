@@ -208,13 +208,13 @@ def test_given_a_superseder_whose_commit_conflicts_then_it_re_resolves_against_t
     commit = store.commit
     raced: list[bool] = []
 
-    def commit_after_a_rival(project: ProjectId, change: Any) -> Any:
+    def commit_after_a_rival(project: ProjectId, change: Any, *rest: Any) -> Any:
         if not raced and change.retire:  # the third's commit: let the second win just before it
             raced.append(True)
             kaibo.structure(PROJECT, second_job)
-        return commit(project, change)
+        return commit(project, change, *rest)
 
-    store.commit = commit_after_a_rival  # type: ignore[method-assign]
+    store.commit = commit_after_a_rival  # type: ignore[method-assign,assignment]
     stats = kaibo.structure(PROJECT, third_job)
     assert stats.conflicts == 1
     assert stats.superseded == 1
@@ -332,13 +332,13 @@ def test_given_a_later_statement_winning_the_race_then_the_earlier_one_re_resolv
     commit = store.commit
     raced: list[bool] = []
 
-    def rival_commits_first(project: ProjectId, change: Any) -> Any:
+    def rival_commits_first(project: ProjectId, change: Any, *rest: Any) -> Any:
         if not raced:
             raced.append(True)
             kaibo.structure(PROJECT, third_job)
-        return commit(project, change)
+        return commit(project, change, *rest)
 
-    store.commit = rival_commits_first  # type: ignore[method-assign]
+    store.commit = rival_commits_first  # type: ignore[method-assign,assignment]
     stats = kaibo.structure(PROJECT, second_job)
     assert stats.conflicts == 1
     assert stats.filed_as_history == 1

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs import SQSClient
 
+    from kaibo_core.adapters.kms_secrets import KmsClient
     from kaibo_core.adapters.sdk_speedups.direct_reads import DirectDynamoReads, Observer
 
     #: What recall reads through: the direct path, or a botocore client.
@@ -56,6 +57,12 @@ def dynamodb_client() -> DynamoDBClient:
 @lru_cache(maxsize=1)
 def sqs_client() -> SQSClient:
     return cast("SQSClient", botocore_session().create_client("sqs", config=_CONFIG))
+
+
+@lru_cache(maxsize=1)
+def kms_client() -> KmsClient:
+    """KMS, for webhook signing secrets only (the functions that manage or deliver webhooks)."""
+    return cast("KmsClient", botocore_session().create_client("kms", config=_CONFIG))
 
 
 def dynamodb_reads(direct: bool = True, observer: Observer | None = None) -> DynamoReads:

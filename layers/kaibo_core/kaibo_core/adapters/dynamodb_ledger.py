@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Final
 from botocore.exceptions import ClientError
 
 from kaibo_core.adapters.dynamodb_values import Item, key, n, s, string_list, strings
-from kaibo_core.core import chain, storage_keys
+from kaibo_core.core import chain, storage_keys, webhooks
 from kaibo_core.core.backoff import full_jitter
 from kaibo_core.core.ledger import (
     LedgerConflictError,
@@ -47,10 +47,13 @@ from kaibo_core.core.ledger import (
     records_same_forget,
 )
 from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.core.webhooks import Notification
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
+    from kaibo_core.adapters.webhook_outbox import WebhookOutbox
 
 #: Each lost race means another append committed, so N concurrent writers need at most N
 #: attempts each; beyond that, give up and let the caller answer "try again".
@@ -121,11 +124,13 @@ class DynamoLedgerStore:
         *,
         sleep: Callable[[float], None] = time.sleep,
         max_attempts: int = MAX_APPEND_ATTEMPTS,
+        outbox: WebhookOutbox | None = None,
     ) -> None:
         self._client = client
         self._table = table_name
         self._sleep = sleep
         self._max_attempts = max_attempts
+        self._outbox = outbox
 
     # -- writes ---------------------------------------------------------------------------------
 
@@ -160,8 +165,15 @@ class DynamoLedgerStore:
                 purge_after=purge_after,
                 prev_hash=prev_hash,
             )
-            outcome = self._try_append(project, entry, expected_seq=seq)
+            emit = (
+                self._outbox.prepare(project, [self._forgotten(entry)], tombstoned_at)
+                if self._outbox
+                else None
+            )
+            outcome = self._try_append(project, entry, expected_seq=seq, emit=emit.actions if emit else ())
             if outcome == "appended":
+                if self._outbox and emit:
+                    self._outbox.relay(emit.events)
                 return entry
             if outcome == "receipt_exists":
                 return self._replayed(project, receipt, memory_ids, event_ids, reason_digest)
@@ -170,8 +182,20 @@ class DynamoLedgerStore:
             f"ledger append for project {project} lost the race {self._max_attempts} times"
         )
 
-    def _try_append(self, project: ProjectId, entry: LedgerEntry, *, expected_seq: int) -> str:
-        """One transaction: ``appended``, ``lost_race`` or ``receipt_exists``."""
+    @staticmethod
+    def _forgotten(entry: LedgerEntry) -> Notification:
+        return webhooks.forgotten(entry.id, entry.seq, entry.memory_ids, entry.event_ids)
+
+    def _try_append(
+        self,
+        project: ProjectId,
+        entry: LedgerEntry,
+        *,
+        expected_seq: int,
+        emit: Sequence[TransactWriteItemTypeDef] = (),
+    ) -> str:
+        """One transaction (with the ``memory.forgotten`` event's outbox writes, if any):
+        ``appended``, ``lost_race`` or ``receipt_exists``."""
         actions: list[TransactWriteItemTypeDef] = [
             {
                 "Put": {
@@ -188,6 +212,7 @@ class DynamoLedgerStore:
                 }
             },
             self._head_action(project, entry, expected_seq),
+            *emit,
         ]
         try:
             self._client.transact_write_items(TransactItems=actions)

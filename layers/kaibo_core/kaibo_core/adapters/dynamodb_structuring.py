@@ -19,6 +19,8 @@ concurrent duplicate job converges on the same state:
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from botocore.exceptions import ClientError
@@ -30,9 +32,13 @@ from kaibo_core.core.indexing import TermEntry, memory_terms, plan_index
 from kaibo_core.core.models.memories import MemoryRecord
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.structuring.plan import CommitOutcome, StructuringCommit, require_staged
+from kaibo_core.core.webhooks import Notification
 
 if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
+    from kaibo_core.adapters.webhook_outbox import WebhookOutbox
 
 PlanClaim = Literal["claimed", "existing", "refused"]
 _GONE = ("tombstoned", "purged")
@@ -45,6 +51,19 @@ def _canceled_reasons(exc: ClientError) -> list[str | None]:
 
 
 class DynamoStructuringStore(DynamoMemoryStore):
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        memories_table: str,
+        index_table: str,
+        *,
+        outbox: WebhookOutbox | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        super().__init__(client, memories_table, index_table, sleep=sleep)
+        #: Where a commit's webhook events go, in the commit's own transaction (None: nowhere).
+        self._outbox = outbox
+
     # -- 1. plan --------------------------------------------------------------------------------
 
     def claim_plan(self, project: ProjectId, provisional_id: str, plan: str) -> tuple[PlanClaim, str | None]:
@@ -86,21 +105,35 @@ class DynamoStructuringStore(DynamoMemoryStore):
 
     # -- 3. commit ------------------------------------------------------------------------------
 
-    def commit(self, project: ProjectId, change: StructuringCommit) -> CommitOutcome:
+    def commit(
+        self,
+        project: ProjectId,
+        change: StructuringCommit,
+        notifications: Sequence[Notification] = (),
+        now: str = "",
+    ) -> CommitOutcome:
+        """One transaction: the change, and its webhook events in the outbox (if anyone listens)."""
         actions = self._commit_actions(project, change)
         for attempt in range(8):
+            emit = self._outbox.prepare(project, notifications, now) if self._outbox else None
             try:
-                self._client.transact_write_items(TransactItems=actions)
+                self._client.transact_write_items(TransactItems=[*actions, *(emit.actions if emit else ())])
             except ClientError as exc:
                 reasons = _canceled_reasons(exc)
                 if reasons[:1] == ["ConditionalCheckFailed"]:
                     return self._why_not_provisional(project, change)
-                if "ConditionalCheckFailed" in reasons:
+                if "ConditionalCheckFailed" in reasons[: len(actions)]:
                     return "conflict"  # a link's target changed: the caller re-resolves
-                if all(code in {"None", "TransactionConflict", None} for code in reasons):
+                if all(
+                    code in {"None", "TransactionConflict", "ConditionalCheckFailed", None}
+                    for code in reasons
+                ):
+                    # a plain collision, or the outbox head moved (another commit emitted)
                     self._sleep(conflict_backoff(attempt))
                     continue
                 raise
+            if self._outbox and emit:
+                self._outbox.relay(emit.events)
             return "committed"
         return "conflict"
 

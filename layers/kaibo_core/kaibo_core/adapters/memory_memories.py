@@ -15,6 +15,7 @@ from kaibo_core.core.indexing import memory_side, memory_terms, plan_index, post
 from kaibo_core.core.models.memories import CorpusStats, MemoryRecord, Posting, TermRead
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.structuring.plan import CommitOutcome, StructuringCommit, require_staged
+from kaibo_core.core.webhooks import Notification
 
 
 class InMemoryMemoryStore:
@@ -87,7 +88,13 @@ class InMemoryMemoryStore:
     def stage(self, memory: MemoryRecord) -> bool:
         return self.index_new(require_staged(memory))
 
-    def commit(self, project: ProjectId, change: StructuringCommit) -> CommitOutcome:
+    def commit(
+        self,
+        project: ProjectId,
+        change: StructuringCommit,
+        notifications: Sequence[Notification] = (),  # noqa: ARG002 - no webhooks in memory
+        now: str = "",  # noqa: ARG002
+    ) -> CommitOutcome:
         with self._lock:
             provisional = self.memories.get((project, change.provisional_id))
             if provisional is None or provisional.status in {"tombstoned", "purged"}:

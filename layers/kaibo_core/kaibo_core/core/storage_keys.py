@@ -130,3 +130,46 @@ def ledger_head_key(project: ProjectId) -> dict[str, str]:
 def receipt_key(project: ProjectId, receipt_id: str) -> dict[str, str]:
     """Receipt id → seq pointer; the receipt id comes last (the project never contains ``#``)."""
     return {"pk": f"{project}#receipt#{receipt_id}", "sk": RECEIPT_SORT_KEY}
+
+
+# --- webhooks ---------------------------------------------------------------------------------
+
+#: The outbox's entries share the ledger's zero-padded sort keys; its head sorts after them.
+OUTBOX_HEAD_SORT_KEY = "head"
+
+
+def webhooks_pk(project: ProjectId) -> str:
+    """One partition per project holds its webhook subscriptions (a handful)."""
+    return f"{project}#webhooks"
+
+
+def webhook_key(project: ProjectId, webhook_id: str) -> dict[str, str]:
+    return {"pk": webhooks_pk(project), "sk": f"wh#{webhook_id}"}
+
+
+def outbox_pk(project: ProjectId) -> str:
+    """The project's committed webhook events, by seq, and their head (next seq, subscribers)."""
+    return f"{project}#outbox"
+
+
+def outbox_event_key(project: ProjectId, seq: int) -> dict[str, str]:
+    return {"pk": outbox_pk(project), "sk": ledger_sort_key(seq)}
+
+
+def outbox_head_key(project: ProjectId) -> dict[str, str]:
+    return {"pk": outbox_pk(project), "sk": OUTBOX_HEAD_SORT_KEY}
+
+
+def deliveries_pk(project: ProjectId, webhook_id: str) -> str:
+    """One webhook's delivery states (``e#<seq>``) and attempt log (``a#<time>#…``)."""
+    return f"{project}#wh#{webhook_id}#deliveries"
+
+
+def delivery_state_key(project: ProjectId, webhook_id: str, seq: int) -> dict[str, str]:
+    return {"pk": deliveries_pk(project, webhook_id), "sk": f"e#{ledger_sort_key(seq)}"}
+
+
+def delivery_attempt_key(
+    project: ProjectId, webhook_id: str, at: str, seq: int, attempt: int
+) -> dict[str, str]:
+    return {"pk": deliveries_pk(project, webhook_id), "sk": f"a#{at}#{ledger_sort_key(seq)}#{attempt:02d}"}

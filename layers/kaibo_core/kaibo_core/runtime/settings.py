@@ -36,6 +36,17 @@ class Settings(BaseModel):
     #: The SDK speed-ups (``adapters/sdk_speedups``: lean loader, plain items, recall's direct
     #: reads); ``KAIBO_SDK_SPEEDUPS=0`` leaves plain botocore.
     sdk_speedups: bool = True
+    #: Webhooks (docs/webhooks.md): subscriptions and outbox, the delivery queue and its DLQ, the
+    #: KMS key that encrypts signing secrets. Without a table, nothing emits webhook events.
+    webhooks_table: str = ""
+    webhook_queue_url: str = ""
+    webhook_dead_letter_queue_url: str = ""
+    webhook_key_id: str = ""
+    #: The local stack's development setting: http:// and loopback targets allowed.
+    webhook_allow_local: bool = False
+    #: Multiplies the retry schedule's waits (1 on AWS; tests shrink hours to seconds).
+    webhook_retry_scale: float = Field(default=1.0, gt=0, le=1)
+    webhook_timeout_seconds: float = Field(default=10.0, gt=0, le=30)
 
     @classmethod
     def from_environ(cls, environ: dict[str, str] | None = None) -> Settings:
@@ -56,6 +67,13 @@ class Settings(BaseModel):
             sweep_after_seconds=int(env.get("KAIBO_SWEEP_AFTER_SECONDS", "120") or 120),
             purge_grace_seconds=int(env.get("KAIBO_PURGE_GRACE_SECONDS", "86400") or 86_400),
             sdk_speedups=env.get("KAIBO_SDK_SPEEDUPS", "1").strip().lower() not in _OFF,
+            webhooks_table=env.get("KAIBO_WEBHOOKS_TABLE", ""),
+            webhook_queue_url=env.get("KAIBO_WEBHOOK_QUEUE_URL", ""),
+            webhook_dead_letter_queue_url=env.get("KAIBO_WEBHOOK_DLQ_URL", ""),
+            webhook_key_id=env.get("KAIBO_WEBHOOK_KEY_ID", ""),
+            webhook_allow_local=env.get("KAIBO_WEBHOOKS_ALLOW_LOCAL", "0").strip().lower() not in _OFF,
+            webhook_retry_scale=float(env.get("KAIBO_WEBHOOK_RETRY_SCALE", "1") or 1),
+            webhook_timeout_seconds=float(env.get("KAIBO_WEBHOOK_TIMEOUT_SECONDS", "10") or 10),
         )
 
 

@@ -12,6 +12,7 @@ structurer). Settings come from the environment, validated once (``runtime/setti
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore
     from kaibo_core.adapters.dynamodb_projects import DynamoProjectStore
     from kaibo_core.adapters.sqs_jobs import SqsJobQueue
+    from kaibo_core.adapters.webhook_outbox import WebhookOutbox
     from kaibo_core.ports import Structurer
     from kaibo_core.services.admin import AdminService
     from kaibo_core.services.authorization import AuthorizationService
@@ -40,6 +42,8 @@ if TYPE_CHECKING:
     from kaibo_core.services.streams import StreamsService
     from kaibo_core.services.structuring import StructuringService
     from kaibo_core.services.sweeping import Sweeper
+    from kaibo_core.services.webhook_dispatch import WebhookDispatcher
+    from kaibo_core.services.webhooks import WebhooksService
 
 # --- clients, stores and queues -----------------------------------------------------------------
 
@@ -168,7 +172,7 @@ def forget_service() -> ForgetService:
     return ForgetService(
         DynamoForgetStore(dynamodb(), settings.memories_table, settings.index_table),
         event_store(),
-        DynamoLedgerStore(dynamodb(), settings.ledger_table),
+        DynamoLedgerStore(dynamodb(), settings.ledger_table, outbox=webhook_outbox()),
         timedelta(seconds=settings.purge_grace_seconds),
         utc_now,
     )
@@ -240,7 +244,9 @@ def build_structuring_service(structurer: Structurer) -> StructuringService:
     client = dynamodb()
     return StructuringService(
         event_store(),
-        DynamoStructuringStore(client, settings.memories_table, settings.index_table),
+        DynamoStructuringStore(
+            client, settings.memories_table, settings.index_table, outbox=webhook_outbox()
+        ),
         DynamoTermIndex(client, settings.index_table),
         structurer,
         # A project's time zone is set at its creation and never changes.
@@ -253,6 +259,72 @@ def sweeper() -> Sweeper:
     from kaibo_core.services.sweeping import Sweeper
 
     return Sweeper(job_store(), job_queue())
+
+
+# --- webhooks (docs/webhooks.md) ------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def webhook_outbox() -> WebhookOutbox | None:
+    """Where forget and structuring put their webhook events; None where webhooks are not deployed."""
+    settings = get_settings()
+    if not (settings.webhooks_table and settings.webhook_queue_url):
+        return None
+    from kaibo_core.adapters.dynamodb_webhooks import DynamoWebhookStore
+    from kaibo_core.adapters.sqs_webhooks import SqsWebhookQueue
+    from kaibo_core.adapters.webhook_outbox import WebhookOutbox
+
+    return WebhookOutbox(
+        DynamoWebhookStore(dynamodb(), settings.webhooks_table),
+        SqsWebhookQueue(sqs(), settings.webhook_queue_url, settings.webhook_dead_letter_queue_url),
+    )
+
+
+@lru_cache(maxsize=1)
+def webhooks_service() -> WebhooksService:
+    from functools import partial
+
+    from kaibo_core.adapters import aws, webhook_http
+    from kaibo_core.adapters.dynamodb_webhooks import DynamoWebhookStore
+    from kaibo_core.adapters.kms_secrets import KmsSecretCipher
+    from kaibo_core.services.webhooks import WebhooksService
+
+    settings = get_settings()
+    outbox = webhook_outbox()
+    if outbox is None:
+        raise ValueError("webhooks need KAIBO_WEBHOOKS_TABLE and KAIBO_WEBHOOK_QUEUE_URL")
+    policy = webhook_http.TargetPolicy(allow_local=settings.webhook_allow_local)
+    return WebhooksService(
+        DynamoWebhookStore(dynamodb(), settings.webhooks_table),
+        KmsSecretCipher(aws.kms_client(), settings.webhook_key_id),
+        outbox,
+        partial(webhook_http.check_url, policy=policy),
+    )
+
+
+@lru_cache(maxsize=1)
+def webhook_dispatcher() -> WebhookDispatcher:
+    from kaibo_core.adapters import aws, webhook_http
+    from kaibo_core.adapters.dynamodb_webhooks import DynamoWebhookStore
+    from kaibo_core.adapters.kms_secrets import KmsSecretCipher
+    from kaibo_core.adapters.sqs_webhooks import SqsWebhookQueue
+    from kaibo_core.services.webhook_dispatch import WebhookDispatcher
+
+    settings = get_settings()
+    policy = webhook_http.TargetPolicy(allow_local=settings.webhook_allow_local)
+
+    def send(url: str, body: bytes, headers: Mapping[str, str]) -> webhook_http.DeliveryResult:
+        return webhook_http.deliver(
+            url, body, headers, policy=policy, timeout_seconds=settings.webhook_timeout_seconds
+        )
+
+    return WebhookDispatcher(
+        DynamoWebhookStore(dynamodb(), settings.webhooks_table),
+        SqsWebhookQueue(sqs(), settings.webhook_queue_url, settings.webhook_dead_letter_queue_url),
+        KmsSecretCipher(aws.kms_client(), settings.webhook_key_id),
+        send,
+        retry_scale=settings.webhook_retry_scale,
+    )
 
 
 # --- tests and the local stack -------------------------------------------------------------------
@@ -280,10 +352,14 @@ def reset() -> None:
         authorization_service,
         structuring_service,
         sweeper,
+        webhook_outbox,
+        webhooks_service,
+        webhook_dispatcher,
         get_settings,
         aws.dynamodb_client,
         aws.sqs_client,
         aws.plain_dynamodb_client,
         aws.plain_sqs_client,
+        aws.kms_client,
     ):
         factory.cache_clear()

@@ -20,10 +20,11 @@ Every step is idempotent: a redelivered job repeats nothing that counts twice.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
+from kaibo_core.core import webhooks
 from kaibo_core.core.clock import Clock, format_instant, instant_ms, utc_now
 from kaibo_core.core.models.events import EventRecord
 from kaibo_core.core.models.jobs import MAX_JOB_ATTEMPTS
@@ -107,6 +108,24 @@ class StructuringStats:
         self.memory_ids.extend(other.memory_ids)
 
 
+@dataclass(frozen=True)
+class JobFailure:
+    """Which part of a job failed (ids only: never text)."""
+
+    event_ids: tuple[str, ...]
+    event_id: str | None  # the event being structured, None if reading the events failed
+    attempt: int
+    final: bool  # the job is marked failed: this was its last attempt
+
+    def log_fields(self) -> dict[str, object]:
+        return {
+            "eventIds": list(self.event_ids),
+            "eventId": self.event_id,
+            "attempt": self.attempt,
+            "jobFailed": self.final,
+        }
+
+
 class CandidateFinder:
     """Earlier current memories that a statement may refer to: a lexical search over the
     current side of the term index, checked against the memory items (only ``active``)."""
@@ -165,19 +184,30 @@ class StructuringService:
 
     # -- jobs -----------------------------------------------------------------------------------
 
-    def structure_job(self, project: ProjectId, job_id: str, jobs: JobStore) -> StructuringStats:
+    def structure_job(
+        self,
+        project: ProjectId,
+        job_id: str,
+        jobs: JobStore,
+        on_failure: Callable[[JobFailure], None] | None = None,
+    ) -> StructuringStats:
         """Structure every event of a job and mark it done. Raises on a failure (the message is
-        retried); after MAX_JOB_ATTEMPTS the job is marked failed first."""
+        retried); after MAX_JOB_ATTEMPTS the job is marked failed first. ``on_failure`` hears
+        which job and event failed before the exception leaves (the caller logs it)."""
         stats = StructuringStats()
         job = jobs.start(project, job_id, self._now())
         if job is None:
             return stats  # finished already (a duplicate message) or unknown
+        current: EventRecord | None = None
         try:
             records = self._events.get_events(project, [(e.stream, e.seq) for e in job.events])
-            for record in records:
-                self.structure_event(project, record, stats)
+            for current in records:
+                self.structure_event(project, current, stats, job_id=job_id)
         except Exception as exc:
-            if job.attempts >= MAX_JOB_ATTEMPTS:
+            final = job.attempts >= MAX_JOB_ATTEMPTS
+            if on_failure is not None:
+                on_failure(JobFailure(job.event_ids, current.id if current else None, job.attempts, final))
+            if final:
                 jobs.fail(project, job_id, f"structuring failed: {type(exc).__name__}", self._now())
             raise
         jobs.finish(project, job_id, stats.memory_ids, self._now())
@@ -185,13 +215,16 @@ class StructuringService:
 
     # -- one event ------------------------------------------------------------------------------
 
-    def structure_event(self, project: ProjectId, event: EventRecord, stats: StructuringStats) -> list[str]:
+    def structure_event(
+        self, project: ProjectId, event: EventRecord, stats: StructuringStats, job_id: str | None = None
+    ) -> list[str]:
         stats.events += 1
         provisional = self._provisional(project, event)
         if provisional is None:
             return []
         if provisional.status == "replaced":
             stats.replays += 1
+            self._finish_postings(project, provisional)
             stats.memory_ids.extend(provisional.replaced_by)
             return list(provisional.replaced_by)
         if provisional.status != "provisional" or provisional.content is None:
@@ -201,7 +234,7 @@ class StructuringService:
         if drafts is None:
             stats.refused += 1
             return []
-        memory_ids = self._apply(project, provisional, drafts, stats)
+        memory_ids = self._apply(project, provisional, drafts, stats, (job_id, event.id))
         stats.memory_ids.extend(memory_ids)
         return memory_ids
 
@@ -243,7 +276,9 @@ class StructuringService:
         provisional: MemoryRecord,
         drafts: list[MemoryDraft],
         stats: StructuringStats,
+        origin: tuple[str | None, str] = (None, ""),
     ) -> list[str]:
+        """Commit ``drafts``; ``origin`` (job id, event id) is what the webhook events name."""
         base = [self._draft_memory(provisional, position, draft) for position, draft in enumerate(drafts, 1)]
         staged: set[str] = set()
         for _ in range(MAX_RESOLVE_ROUNDS):
@@ -252,7 +287,10 @@ class StructuringService:
                 if memory.id not in staged:
                     self._memories.stage(replace(memory, status="staged", becomes=memory.status))
                     staged.add(memory.id)
-            outcome = self._memories.commit(project, change)
+            reported = webhooks.structured(
+                *origin, change.structured_ids, [(r.memory_id, r.status, r.by) for r in change.retire]
+            )
+            outcome = self._memories.commit(project, change, reported, self._now())
             if outcome == "conflict":
                 stats.conflicts += 1
                 continue
@@ -262,7 +300,9 @@ class StructuringService:
                 return []
             if outcome == "committed":
                 self._count(change, stats)
-            self._follow_postings(project, provisional, change)
+            self._follow_postings(
+                project, provisional, [r.memory_id for r in change.retire], change.structured
+            )
             return change.structured_ids
         raise RuntimeError("links kept changing while structuring; the job will be retried")
 
@@ -342,16 +382,26 @@ class StructuringService:
         return None
 
     def _follow_postings(
-        self, project: ProjectId, provisional: MemoryRecord, change: StructuringCommit
+        self,
+        project: ProjectId,
+        provisional: MemoryRecord,
+        retired_ids: Sequence[str],
+        structured: Iterable[MemoryRecord],
     ) -> None:
         self._memories.unindex(provisional)
-        retired = self._memories.get_many(project, [r.memory_id for r in change.retire])
-        for memory in retired.values():
+        retired = self._memories.get_many(project, retired_ids)
+        for memory in [*retired.values(), *structured]:
             if memory.status in {"superseded", "canceled"} and memory.content is not None:
                 self._memories.move_to_history(memory)
-        for memory in change.structured:
-            if memory.status != "active":
-                self._memories.move_to_history(memory)
+
+    def _finish_postings(self, project: ProjectId, provisional: MemoryRecord) -> None:
+        """Step 5 again for an event committed already: the run that committed it may have died
+        (or lost the commit's answer) before its postings followed, and a redelivery finds it
+        ``replaced``. Every step is idempotent, so what was done is not done twice. The memories
+        it retired are the ones its structured memories supersede."""
+        structured = self._memories.get_many(project, provisional.replaced_by)
+        retired = [target for memory in structured.values() for target in memory.supersedes]
+        self._follow_postings(project, provisional, retired, structured.values())
 
     @staticmethod
     def _count(change: StructuringCommit, stats: StructuringStats) -> None:

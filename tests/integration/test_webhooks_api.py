@@ -1,0 +1,354 @@
+"""Webhooks through the real handlers against the emulator (#18): management routes, tenancy and
+scopes, events emitted from committed state (structuring and forget), signed deliveries to a
+receiver on 127.0.0.1, retries, rotation, relay after a crash, and no text in any body."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from kaibo_core.adapters.dynamodb_webhooks import DynamoWebhookStore
+from kaibo_core.core import webhook_signing
+from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.core.webhooks import FanOut
+from kaibo_core.runtime import wiring
+from kaibo_local.workers import sqs_event
+from tests.integration.api import FakeLambdaContext, Reply, call, handler_module, project_context
+from tests.integration.test_forget_api import forget, remember_structured
+from tests.integration.test_recall_api import get_memory
+from tests.integration.test_remember_api import new_project
+
+MARKER = "zanzibarquokka"
+REASON = "customer asked for erasure 7731"
+DEADLINE_SECONDS = 30.0
+
+
+@dataclass
+class Receiver:
+    """An HTTP receiver on 127.0.0.1: answers with ``statuses`` in turn (then 200), records all."""
+
+    statuses: list[int] = field(default_factory=list)
+    received: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
+    url: str = ""
+
+    def start(self) -> ThreadingHTTPServer:
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                receiver.received.append(({k.lower(): v for k, v in self.headers.items()}, body))
+                status = receiver.statuses.pop(0) if receiver.statuses else 200
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+        return server
+
+    def bodies(self) -> list[dict[str, Any]]:
+        return [json.loads(body) for _headers, body in self.received]
+
+
+@pytest.fixture
+def webhook_env(handler_env: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    monkeypatch.setenv("KAIBO_WEBHOOKS_ALLOW_LOCAL", "1")
+    monkeypatch.setenv("KAIBO_WEBHOOK_RETRY_SCALE", "0.0001")  # 5 s → 0.5 ms (SQS: 1 s at least)
+    wiring.reset()
+    yield handler_env
+    wiring.reset()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    made = Receiver()
+    server = made.start()
+    yield made
+    server.shutdown()
+
+
+def hooks(
+    project: str, method: str, path: str = "", body: Any = None, scopes: str = "read write forget"
+) -> Reply:
+    resource = "/v1/webhooks" + ("/{webhook_id}" if path else "")
+    parameters = None
+    if path:
+        webhook_id, _, rest = path.partition("/")
+        parameters = {"webhook_id": webhook_id}
+        resource += f"/{rest}" if rest else ""
+    return call(
+        "webhooks",
+        method,
+        "/v1/webhooks" + (f"/{path}" if path else ""),
+        resource=resource,
+        path_parameters=parameters,
+        body=body,
+        context=project_context(project, scopes),
+    )
+
+
+def subscribe(project: str, url: str, events: list[str] | None = None) -> dict[str, Any]:
+    reply = hooks(
+        project, "POST", body={"url": url, "events": events or ["memory.structured", "memory.forgotten"]}
+    )
+    assert reply.status == 201, reply.body
+    return dict(reply.body)
+
+
+def pump(stack: Any, until: Any, deadline: float = DEADLINE_SECONDS) -> None:
+    """Run the dispatch function on the webhook queue's messages until ``until()`` holds."""
+    url = stack.queues["WebhookQueue"]
+    arn = f"arn:aws:sqs:us-east-1:123456789012:{url.rsplit('/', 1)[-1]}"
+    end = time.monotonic() + deadline
+    while not until():
+        assert time.monotonic() < end, "webhook deliveries did not arrive in time"
+        messages = stack.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get(
+            "Messages", []
+        )
+        if not messages:
+            continue
+        result = handler_module("webhook_dispatch").lambda_handler(
+            sqs_event(messages, arn), FakeLambdaContext()
+        )
+        failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
+        for m in messages:
+            if m["MessageId"] not in failed:
+                stack.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+
+
+def drain(stack: Any) -> None:
+    """Handle every message left on the webhook queue (none delayed: every delivery succeeded)."""
+    url = stack.queues["WebhookQueue"]
+    while stack.sqs.receive_message(
+        QueueUrl=url, MaxNumberOfMessages=1, VisibilityTimeout=0, WaitTimeSeconds=1
+    ).get("Messages"):
+        pump(stack, lambda: not _visible(stack))
+
+
+def _visible(stack: Any) -> int:
+    attributes = stack.sqs.get_queue_attributes(
+        QueueUrl=stack.queues["WebhookQueue"], AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"])
+
+
+def verified(secret: str, receiver: Receiver) -> bool:
+    return all(
+        webhook_signing.verify(secret, headers, body, now=int(time.time()))
+        for headers, body in receiver.received
+    )
+
+
+# --- management, scopes, tenancy ------------------------------------------------------------------
+
+
+def test_a_webhook_is_created_with_its_secret_once_listed_read_and_deleted(webhook_env: Any) -> None:
+    project = new_project()
+    created = subscribe(project, "https://example.com/hook")
+    assert created["secret"].startswith("whsec_")
+    assert created["status"] == "active"
+    assert created["events"] == ["memory.structured", "memory.forgotten"]
+
+    listed = hooks(project, "GET")
+    assert listed.status == 200
+    assert [w["id"] for w in listed.body["webhooks"]] == [created["id"]]
+    assert "secret" not in listed.body["webhooks"][0]
+    one = hooks(project, "GET", created["id"])
+    assert one.status == 200
+    assert "secret" not in one.body
+
+    assert hooks(project, "DELETE", created["id"]).status == 204
+    gone = hooks(project, "GET", created["id"])
+    assert gone.status == 404
+    assert gone.body["error"]["code"] == "webhook_not_found"
+    assert hooks(project, "GET").body["webhooks"] == []
+
+
+def test_another_projects_webhook_answers_exactly_as_a_missing_one(webhook_env: Any) -> None:
+    owner, other = new_project(), new_project()
+    created = subscribe(owner, "https://example.com/hook")
+    missing = "wh_" + "0" * 20
+    for path, method in [
+        ("", "GET"),
+        ("", "DELETE"),
+        ("/rotate-secret", "POST"),
+        ("/test", "POST"),
+        ("/deliveries", "GET"),
+    ]:
+        theirs = hooks(other, method, created["id"] + path)
+        nothing = hooks(other, method, missing + path)
+        assert theirs.status == nothing.status == 404
+        assert theirs.body["error"]["code"] == nothing.body["error"]["code"] == "webhook_not_found"
+        assert (
+            theirs.body["error"]["message"].replace(created["id"], missing)
+            == nothing.body["error"]["message"]
+        )
+    assert hooks(owner, "GET", created["id"]).status == 200  # untouched
+
+
+def test_a_read_key_cannot_create_or_read_webhooks(webhook_env: Any) -> None:
+    project = new_project()
+    reply = hooks(
+        project, "POST", body={"url": "https://example.com/h", "events": ["memory.forgotten"]}, scopes="read"
+    )
+    assert reply.status == 403
+    assert reply.body["error"]["code"] == "insufficient_scope"
+    assert hooks(project, "GET", scopes="read").status == 403
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("http://example.com/hook", "webhook_url_not_https"),
+        ("https://10.0.0.7/hook", "webhook_target_private"),
+        ("https://169.254.169.254/latest/meta-data", "webhook_target_private"),
+        ("https://user:pw@example.com/hook", "webhook_url_invalid"),
+        ("https://127.0.0.1/hook", "webhook_target_private"),
+    ],
+)
+def test_unsafe_targets_are_refused_on_the_aws_setting(handler_env: Any, url: str, reason: str) -> None:
+    reply = hooks(new_project(), "POST", body={"url": url, "events": ["memory.forgotten"]})
+    assert reply.status == 422, reply.body
+    assert reply.body["error"]["code"] == "webhook_url_refused"
+    assert reply.body["error"]["details"]["reason"] == reason
+
+
+def test_unknown_events_are_refused(webhook_env: Any) -> None:
+    reply = hooks(new_project(), "POST", body={"url": "https://example.com/h", "events": ["memory.exploded"]})
+    assert reply.status == 422
+
+
+# --- events from committed state, delivered and signed ----------------------------------------------
+
+
+def test_structured_then_forgotten_arrive_signed_in_sequence_without_text(
+    webhook_env: Any, receiver: Receiver
+) -> None:
+    project = new_project()
+    secret = subscribe(project, receiver.url)["secret"]
+    remembered = remember_structured(webhook_env, project, "s", f"The {MARKER} launch moved to July 17.")[0]
+    provisional = remembered["memories"][0]["id"]
+    structured_ids = get_memory(project, provisional).body["replacedBy"]
+
+    pump(webhook_env, lambda: any(b["type"] == "memory.structured" for b in receiver.bodies()))
+    reply = forget(project, {"memoryId": structured_ids[0], "reason": REASON})
+    assert reply.status == 200, reply.body
+    pump(webhook_env, lambda: any(b["type"] == "memory.forgotten" for b in receiver.bodies()))
+
+    bodies = receiver.bodies()
+    structured = next(b for b in bodies if b["type"] == "memory.structured")
+    forgotten = next(b for b in bodies if b["type"] == "memory.forgotten")
+    assert structured["data"]["memoryIds"] == structured_ids
+    assert structured["data"]["jobId"] == remembered["jobId"]
+    assert set(structured_ids) <= set(forgotten["data"]["memoryIds"])
+    assert forgotten["data"]["receiptId"] == reply.body["receipt"]["id"]
+    assert forgotten["seq"] > structured["seq"], "a mirror orders by seq"
+    assert all(b["projectId"] == project for b in bodies)
+    assert verified(secret, receiver)
+    for headers, body in receiver.received:
+        assert headers["webhook-id"] == json.loads(body)["id"]
+        assert MARKER not in body.decode()
+        assert MARKER.upper() not in body.decode().upper()
+        assert REASON not in body.decode()
+
+
+def test_a_receiver_answering_500_then_200_gets_the_event_again_and_one_delivery_succeeds(
+    webhook_env: Any, receiver: Receiver
+) -> None:
+    project = new_project()
+    created = subscribe(project, receiver.url)
+    receiver.statuses = [500]
+    sent = hooks(project, "POST", f"{created['id']}/test")
+    assert sent.status == 202
+    pump(webhook_env, lambda: len(receiver.received) >= 2)
+
+    assert [json.loads(b)["id"] for _h, b in receiver.received] == [sent.body["eventId"]] * 2
+    attempts = hooks(project, "GET", f"{created['id']}/deliveries").body["deliveries"]
+    assert [(a["attempt"], a["outcome"], a.get("statusCode")) for a in reversed(attempts)] == [
+        (1, "retrying", 500),
+        (2, "delivered", 200),
+    ]
+    assert attempts[-1]["nextAttemptAt"]
+
+
+def test_a_duplicate_relay_of_an_event_is_delivered_once(webhook_env: Any, receiver: Receiver) -> None:
+    project = new_project()
+    created = subscribe(project, receiver.url)
+    sent = hooks(project, "POST", f"{created['id']}/test").body
+    wiring.webhook_outbox()._queue.fan_out([FanOut(project, sent["seq"])] * 2)  # type: ignore[union-attr]
+    pump(webhook_env, lambda: len(receiver.received) >= 1)
+    drain(webhook_env)
+    assert len(receiver.received) == 1
+
+
+def test_rotation_signs_with_both_secrets_during_the_overlap_then_only_the_new_one(
+    webhook_env: Any, receiver: Receiver
+) -> None:
+    project = new_project()
+    created = subscribe(project, receiver.url)
+    rotated = hooks(project, "POST", f"{created['id']}/rotate-secret")
+    assert rotated.status == 200
+    assert rotated.body["secret"] != created["secret"]
+    hooks(project, "POST", f"{created['id']}/test")
+    pump(webhook_env, lambda: len(receiver.received) >= 1)
+    assert verified(created["secret"], receiver)
+    assert verified(rotated.body["secret"], receiver)
+
+    # After the overlap: a dispatcher whose clock is past previousSecretValidUntil.
+    until = datetime.fromisoformat(rotated.body["previousSecretValidUntil"].replace("Z", "+00:00"))
+    later = wiring.webhook_dispatcher()
+    later._clock = lambda: until + timedelta(seconds=1)  # the overlap's end, without waiting a day
+    hooks(project, "POST", f"{created['id']}/test")
+    receiver.received.clear()
+    pump(webhook_env, lambda: len(receiver.received) >= 1)
+    assert verified(rotated.body["secret"], receiver)
+    assert not verified(created["secret"], receiver)
+
+
+def test_an_event_whose_function_died_before_the_relay_is_relayed_by_the_schedule(
+    webhook_env: Any, receiver: Receiver
+) -> None:
+    project = new_project()
+    subscribe(project, receiver.url, ["memory.forgotten"])
+    store = DynamoWebhookStore(webhook_env.dynamodb, webhook_env.tables["WebhooksTable"])
+    # A commit whose relay never happened: the event is in the outbox, flagged unrelayed.
+    from kaibo_core.core import webhooks
+
+    long_ago = (datetime.now(UTC) - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    events = store.emit(ProjectId(project), [webhooks.forgotten("rcpt_x", 1, ["m1"], ["e1"])], long_ago)
+    assert events
+    relayed = handler_module("webhook_dispatch").lambda_handler({"source": "aws.events"}, FakeLambdaContext())
+    assert relayed["relayed"] >= 1
+    pump(webhook_env, lambda: any(b["seq"] == events[0].seq for b in receiver.bodies()))
+
+
+def test_no_subscriber_means_no_outbox_write(webhook_env: Any) -> None:
+    project = new_project()
+    remember_structured(webhook_env, project, "s", "The demo moved to Friday.")
+    store = DynamoWebhookStore(webhook_env.dynamodb, webhook_env.tables["WebhooksTable"])
+    assert store.head(ProjectId(project)) == (0, 0, False)
+
+
+def test_a_receiver_that_never_answers_is_never_called_by_remember_structuring_or_forget(
+    webhook_env: Any, receiver: Receiver
+) -> None:
+    """Deliveries happen only in the dispatch function: the write paths never wait for a receiver."""
+    project = new_project()
+    subscribe(project, receiver.url)
+    made = remember_structured(webhook_env, project, "s", "The pilot moved to May 3.")[0]
+    memory = get_memory(project, made["memories"][0]["id"]).body["replacedBy"][0]
+    assert forget(project, {"memoryId": memory, "reason": "test"}).status == 200
+    assert receiver.received == []
