@@ -164,7 +164,12 @@ def seed(endpoint: str, api_key: str, admin_key: str | None) -> dict[str, list[s
     remembered = post("/v1/remember", {"stream": SEED_STREAM, "events": events, "wait": True}, api_key)
     memories = [memory["id"] for memory in remembered["memories"]]
     forgotten = post("/v1/forget", {"memoryId": memories[-1], "reason": "fuzz seed"}, api_key)
+    # A webhook whose URL never resolves (RFC 2606 ``.invalid``): its test events go nowhere.
+    webhook = post(
+        "/v1/webhooks", {"url": "https://hooks.invalid/kaibo", "events": ["memory.forgotten"]}, api_key
+    )
     known = {
+        "webhook_id": [webhook["id"]],
         "job_id": [remembered["jobId"]],
         "memory_id": memories,
         "receipt_id": [forgotten["receipt"]["id"]],
@@ -309,7 +314,10 @@ def fuzz(
 ) -> list[OperationRun]:
     session = requests.Session()
     runs = []
-    for operation in operations(schema):
+    # Deletions last: a DELETE given a known id removes it, and the routes after it would only
+    # ever see 404 for that id.
+    ordered = sorted(operations(schema), key=lambda operation: operation.label.startswith("DELETE "))
+    for operation in ordered:
         if only and operation.label not in only:
             continue
         if operation.label in NEVER_FUZZED:

@@ -14,7 +14,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from kaibo_core.runtime import wiring
-from kaibo_core.runtime.observability import logger
+from kaibo_core.runtime.observability import log_failure, logger
 from kaibo_core.services.authorization import AuthorizationService, policy_for
 
 
@@ -25,7 +25,10 @@ def lambda_handler(
     context: LambdaContext,  # noqa: ARG001
     service: AuthorizationService | None = None,
 ) -> dict[str, Any]:
-    found = (service or wiring.authorization_service()).authenticate(event.get("authorizationToken"))
+    try:
+        found = (service or wiring.authorization_service()).authenticate(event.get("authorizationToken"))
+    except Exception as exc:  # API Gateway answers 500; the token never reaches a log line
+        raise log_failure("authorization", exc) from None
     if found is None:
         logger.info("key refused")
         raise Exception("Unauthorized")

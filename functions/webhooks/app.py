@@ -22,6 +22,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from kaibo_core.api import webhook_models as wire
+from kaibo_core.api.models import DeliveriesPageLimit
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.runtime import wiring
 from kaibo_core.runtime.http import create_resolver, injected, principal, resolve, responses
@@ -99,7 +100,9 @@ def send_test(webhook_id: WebhookId) -> wire.EventSent:
     summary="Recent delivery attempts, newest first",
     responses=responses(200, "A page of delivery attempts"),
 )
-def deliveries(webhook_id: WebhookId, limit: Annotated[int, Query(ge=1, le=100)] = 50) -> wire.DeliveriesPage:
+def deliveries(
+    webhook_id: WebhookId, limit: Annotated[DeliveriesPageLimit, Query()] = 50
+) -> wire.DeliveriesPage:
     return wire.deliveries_page(service().deliveries(project(), webhook_id, limit))
 
 

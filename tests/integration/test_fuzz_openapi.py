@@ -168,6 +168,7 @@ def test_given_the_query_numbers_then_their_bounds_are_json_schema_keywords() ->
     }
     assert bounds == {
         ("/v1/streams", "limit"): (1, 1000),
+        ("/v1/webhooks/{webhook_id}/deliveries", "limit"): (1, 100),
         ("/v1/streams/{stream}/events", "limit"): (1, 1000),
         ("/v1/streams/{stream}/events", "fromSeq"): (1, 2**53 - 1),
         ("/v1/ledger", "fromSeq"): (1, 2**53 - 1),

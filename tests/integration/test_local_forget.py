@@ -28,6 +28,8 @@ from tests.integration.test_local_lifecycle import (
 
 RUN = ["-m", "kaibo_local"]
 MARKER = "Zephyrically"
+REASON_WORD = "Quorvanthic"
+REASON = f"erase it, ticket {REASON_WORD}-118"
 
 
 def marker_forms() -> list[str]:
@@ -131,7 +133,7 @@ def test_given_a_marker_forgotten_on_the_local_stack_then_after_the_purge_nothin
         assert emulator_residue(aws)  # the scans find the marker before: they can fail
         assert file_residue(data)
 
-        forgotten = client.request("POST", "/v1/forget", body={"query": MARKER, "reason": "erase it"})
+        forgotten = client.request("POST", "/v1/forget", body={"query": MARKER, "reason": REASON})
         receipt_id = forgotten["receipt"]["id"]
         wait_for(
             lambda: client.request("GET", f"/v1/receipts/{receipt_id}")["state"] == "purged",
@@ -157,3 +159,7 @@ def test_given_a_marker_forgotten_on_the_local_stack_then_after_the_purge_nothin
     logs = stack.out.read_text() + stack.err.read_text()
     assert "forget" in logs  # the functions' INFO lines are there...
     assert holding(logs) == []  # ...and none holds the marker
+    assert REASON_WORD.casefold() not in logs.casefold()  # nor the forget's reason
+    secret = stack.values["KAIBO_API_KEY"].rsplit("_", 1)[-1]
+    logged = [line for line in logs.splitlines() if not line.lstrip().startswith(("KAIBO_", "export KAIBO_"))]
+    assert not [line for line in logged if secret in line]  # the key only in the announcement

@@ -1,6 +1,6 @@
-"""A scheduled function that fails logs one structured line (error class, where; never the error's
-message, which may quote stored text) and raises an exception whose message holds no text either:
-Lambda prints an uncaught exception's message in the function's log (#20 item 5)."""
+"""A scheduled function (or the authorizer) that fails logs one structured line (error class,
+where; never the error's message, which may quote stored text) and raises an exception whose
+message holds no text either: Lambda prints an uncaught exception's message in its log (#20 item 5)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,12 @@ class Exploding:
         return fail
 
 
-SCHEDULE_EVENT = {"source": "aws.events", "detail-type": "Scheduled Event"}
+#: A schedule's event; the authorizer reads only ``authorizationToken`` (here: a key holding text).
+SCHEDULE_EVENT = {
+    "source": "aws.events",
+    "detail-type": "Scheduled Event",
+    "authorizationToken": "Bearer kb_0123456789abcdef_" + SECRET_TEXT.replace(" ", "-"),
+}
 
 
 @pytest.mark.parametrize(
@@ -40,6 +45,7 @@ SCHEDULE_EVENT = {"source": "aws.events", "detail-type": "Scheduled Event"}
         ("purge", "purger", "purge failed"),
         ("sweeper", "sweeper", "sweep failed"),
         ("webhook_dispatch", "dispatcher", "webhook relay failed"),
+        ("authorizer", "service", "authorization failed"),
     ],
 )
 def test_given_a_failing_scheduled_function_then_one_line_without_text_and_a_sanitized_error(

@@ -2,12 +2,10 @@
 // (Kaibo API, version 1). Do not edit: run
 // `node clients/typescript/scripts/generate-types.mjs` after `make docs`.
 
-/** Not described by openapi.json: fields as docs/api.md documents them. */
 export interface Abstain {
   abstained: boolean;
-  /** When abstained: no_terms, no_match, nothing_valid_at_asof, below_threshold, budget_too_small (docs/recall.md). */
-  reason?: string;
-  message?: string;
+  reason?: string | null;
+  message?: string | null;
 }
 
 export interface Citation {
@@ -84,7 +82,20 @@ export interface CreateProjectResponse {
 }
 
 export interface DeliveriesPage {
-  [key: string]: unknown;
+  deliveries: DeliveryAttemptOut[];
+}
+
+export interface DeliveryAttemptOut {
+  eventId: string;
+  type: string;
+  seq: number;
+  attempt: number;
+  at: string;
+  statusCode?: number | null;
+  latencyMs: number;
+  error?: string | null;
+  outcome: "delivered" | "retrying" | "failed";
+  nextAttemptAt?: string | null;
 }
 
 export interface ErrorBody {
@@ -111,7 +122,8 @@ export interface EventReceipt {
 }
 
 export interface EventSent {
-  [key: string]: unknown;
+  eventId: string;
+  seq: number;
 }
 
 export interface EventsPage {
@@ -130,20 +142,18 @@ export interface ExplainResponse {
   chain: ExplainVersion[];
 }
 
-/** Not described by openapi.json: fields as docs/api.md documents them. */
 export interface ExplainVersion {
   memoryId: string;
   status: string;
   type: string;
-  /** Absent once tombstoned or purged. */
-  content?: string;
+  content?: string | null;
   validFrom: string;
   validTo: string | null;
   confidence: number;
   supersedes: string[];
   supersededBy: string[];
   replacedBy: string[];
-  replaces?: string;
+  replaces?: string | null;
   sourceEvents: Citation[];
 }
 
@@ -212,26 +222,23 @@ export interface ForgetRequest {
   maxMemories?: number | null;
 }
 
-/** Not described by openapi.json: fields as docs/api.md documents them. */
 export interface ForgetResponse {
   dryRun: boolean;
   previewToken: string;
   memories: ForgottenMemoryOut[];
   eventIds: string[];
-  /** A real forget: its ledger entry. */
-  receipt?: ReceiptOut;
+  receipt?: ReceiptOut | null;
   /** Shown once: with the reason, it reproduces the receipt's reasonDigest. */
-  reasonSalt?: string;
+  reasonSalt?: string | null;
 }
 
-/** Not described by openapi.json: fields as docs/api.md documents them. */
 export interface ForgottenMemoryOut {
   id: string;
   /** The status before this forget (a dry run: its status now). */
   status: string;
   type: string;
   /** Shown by a dry run only, to check the set. */
-  content?: string;
+  content?: string | null;
   why: "match" | "older_version" | "same_source_event";
 }
 
@@ -239,32 +246,26 @@ export interface HTTPValidationError {
   detail?: ValidationError[];
 }
 
-/** Not described by openapi.json: fields as docs/api.md documents them. */
 export interface JobOut {
   jobId: string;
   status: "queued" | "structuring" | "done" | "failed";
   eventIds: string[];
-  /** The structured memories once done. */
   memoryIds: string[];
   createdAt: string;
   updatedAt: string;
-  /** When failed: the exception class, never text. */
-  error?: string;
+  error?: string | null;
 }
 
-/** Not described by openapi.json: fields as docs/api.md documents them. */
 export interface LedgerPage {
   entries: ReceiptOut[];
-  nextFromSeq?: number;
+  nextFromSeq?: number | null;
 }
 
-/** Not described by openapi.json: fields as docs/api.md documents them. */
 export interface MemoryOut {
   id: string;
   status: string;
   type: string;
-  /** Absent once tombstoned. */
-  content?: string;
+  content?: string | null;
   validFrom: string;
   validTo: string | null;
   confidence: number;
@@ -275,10 +276,10 @@ export interface MemoryOut {
   supersededBy: string[];
   replacedBy: string[];
   createdAt: string;
-  subject?: string;
-  tags?: string[];
+  subject?: string | null;
+  tags?: string[] | null;
   /** A structured memory: the provisional one it replaced. */
-  replaces?: string;
+  replaces?: string | null;
 }
 
 export interface MessageEvent {
@@ -360,7 +361,6 @@ export interface RecallResponse {
   abstain: Abstain;
 }
 
-/** Not described by openapi.json: fields as docs/api.md documents them. */
 export interface ReceiptOut {
   id: string;
   ledgerSeq: number;
@@ -418,7 +418,10 @@ export interface ResponseValidationError {
 }
 
 export interface SecretRotated {
-  [key: string]: unknown;
+  id: string;
+  /** The new secret, shown once. */
+  secret: string;
+  previousSecretValidUntil: string;
 }
 
 /** An event as served for verification. Only the header fields and ``hash`` are proof. */
@@ -507,13 +510,33 @@ export interface WebhookCreateRequest {
 }
 
 export interface WebhookCreated {
-  [key: string]: unknown;
+  id: string;
+  url: string;
+  events: string[];
+  description: string;
+  createdAt: string;
+  /** failing: an event exhausted its retries (docs/webhooks.md); a success makes it active again. */
+  status: "active" | "failing";
+  failingSince?: string | null;
+  /** After a rotation: the old secret also signs until then. */
+  previousSecretValidUntil?: string | null;
+  /** whsec_…: shown once, never again (rotate-secret makes a new one). */
+  secret: string;
 }
 
 export interface WebhookList {
-  [key: string]: unknown;
+  webhooks: WebhookOut[];
 }
 
 export interface WebhookOut {
-  [key: string]: unknown;
+  id: string;
+  url: string;
+  events: string[];
+  description: string;
+  createdAt: string;
+  /** failing: an event exhausted its retries (docs/webhooks.md); a success makes it active again. */
+  status: "active" | "failing";
+  failingSince?: string | null;
+  /** After a rotation: the old secret also signs until then. */
+  previousSecretValidUntil?: string | null;
 }

@@ -85,6 +85,8 @@ def _decimal_digits(value: object) -> object:
 QuerySeq = Annotated[int, Field(ge=1, le=MAX_QUERY_SEQ), BeforeValidator(_decimal_digits)]
 StreamsPageLimit = Annotated[int, Field(ge=1, le=MAX_STREAMS_PAGE), BeforeValidator(_decimal_digits)]
 EventsPageLimit = Annotated[int, Field(ge=1, le=MAX_EVENTS_PAGE), BeforeValidator(_decimal_digits)]
+#: ``GET /v1/webhooks/{id}/deliveries?limit=``: the newest attempts, at most 100.
+DeliveriesPageLimit = Annotated[int, Field(ge=1, le=100), BeforeValidator(_decimal_digits)]
 
 
 class WireModel(BaseModel):
@@ -105,8 +107,10 @@ class RequestModel(WireModel):
 class SparseWireModel(WireModel):
     """A model whose optional fields are left out when None (API.md's ``field?``)."""
 
+    # No return annotation: pydantic would take it as the serialized schema, and the OpenAPI
+    # document would describe every such model as an open object instead of its fields.
     @model_serializer(mode="wrap")
-    def _omit_none(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    def _omit_none(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
         data: dict[str, Any] = handler(self)
         return {name: value for name, value in data.items() if value is not None or name in _KEEP_NULL}
 
