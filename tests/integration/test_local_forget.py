@@ -160,6 +160,6 @@ def test_given_a_marker_forgotten_on_the_local_stack_then_after_the_purge_nothin
     assert "forget" in logs  # the functions' INFO lines are there...
     assert holding(logs) == []  # ...and none holds the marker
     assert REASON_WORD.casefold() not in logs.casefold()  # nor the forget's reason
-    secret = stack.values["KAIBO_API_KEY"].rsplit("_", 1)[-1]
+    secret = stack.values["KAIBO_API_KEY"].split("_", 2)[2]  # kb_<key id>_<secret>
     logged = [line for line in logs.splitlines() if not line.lstrip().startswith(("KAIBO_", "export KAIBO_"))]
     assert not [line for line in logged if secret in line]  # the key only in the announcement

@@ -260,7 +260,7 @@ def test_given_a_job_failing_every_time_then_it_is_marked_failed_on_the_last_att
 ) -> None:
     job_id, _ = remember(kaibo, event("k1", "Ship it", "2026-06-01T09:00:00Z"))
 
-    def broken(*_: Any) -> Any:
+    def broken(*_: Any, **__: Any) -> Any:
         raise RuntimeError("store down")
 
     monkeypatch.setattr(kaibo.structuring, "structure_event", broken)
