@@ -288,7 +288,7 @@ def test_a_duplicate_relay_of_an_event_is_delivered_once(webhook_env: Any, recei
     project = new_project()
     created = subscribe(project, receiver.url)
     sent = hooks(project, "POST", f"{created['id']}/test").body
-    wiring.webhook_outbox()._queue.fan_out([FanOut(project, sent["seq"])] * 2)  # type: ignore[union-attr]
+    wiring.webhook_queue().fan_out([FanOut(project, sent["seq"])] * 2)
     pump(webhook_env, lambda: len(receiver.received) >= 1)
     drain(webhook_env)
     assert len(receiver.received) == 1

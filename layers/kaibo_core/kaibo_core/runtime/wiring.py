@@ -27,7 +27,10 @@ if TYPE_CHECKING:
     from kaibo_core.adapters.dynamodb_jobs import DynamoJobStore
     from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore
     from kaibo_core.adapters.dynamodb_projects import DynamoProjectStore
+    from kaibo_core.adapters.dynamodb_webhooks import DynamoWebhookStore
+    from kaibo_core.adapters.kms_secrets import KmsSecretCipher
     from kaibo_core.adapters.sqs_jobs import SqsJobQueue
+    from kaibo_core.adapters.sqs_webhooks import SqsWebhookQueue
     from kaibo_core.adapters.webhook_outbox import WebhookOutbox
     from kaibo_core.ports import Structurer
     from kaibo_core.services.admin import AdminService
@@ -265,49 +268,58 @@ def sweeper() -> Sweeper:
 
 
 @lru_cache(maxsize=1)
+def webhook_store() -> DynamoWebhookStore:
+    """Subscriptions, the outbox and delivery states (one table)."""
+    from kaibo_core.adapters.dynamodb_webhooks import DynamoWebhookStore
+
+    return DynamoWebhookStore(dynamodb(), get_settings().webhooks_table)
+
+
+@lru_cache(maxsize=1)
+def webhook_queue() -> SqsWebhookQueue:
+    from kaibo_core.adapters.sqs_webhooks import SqsWebhookQueue
+
+    settings = get_settings()
+    return SqsWebhookQueue(sqs(), settings.webhook_queue_url, settings.webhook_dead_letter_queue_url)
+
+
+def webhook_cipher() -> KmsSecretCipher:
+    from kaibo_core.adapters import aws
+    from kaibo_core.adapters.kms_secrets import KmsSecretCipher
+
+    return KmsSecretCipher(aws.kms_client(), get_settings().webhook_key_id)
+
+
+@lru_cache(maxsize=1)
 def webhook_outbox() -> WebhookOutbox | None:
     """Where forget and structuring put their webhook events; None where webhooks are not deployed."""
     settings = get_settings()
     if not (settings.webhooks_table and settings.webhook_queue_url):
         return None
-    from kaibo_core.adapters.dynamodb_webhooks import DynamoWebhookStore
-    from kaibo_core.adapters.sqs_webhooks import SqsWebhookQueue
     from kaibo_core.adapters.webhook_outbox import WebhookOutbox
 
-    return WebhookOutbox(
-        DynamoWebhookStore(dynamodb(), settings.webhooks_table),
-        SqsWebhookQueue(sqs(), settings.webhook_queue_url, settings.webhook_dead_letter_queue_url),
-    )
+    return WebhookOutbox(webhook_store(), webhook_queue())
 
 
 @lru_cache(maxsize=1)
 def webhooks_service() -> WebhooksService:
     from functools import partial
 
-    from kaibo_core.adapters import aws, webhook_http
-    from kaibo_core.adapters.dynamodb_webhooks import DynamoWebhookStore
-    from kaibo_core.adapters.kms_secrets import KmsSecretCipher
+    from kaibo_core.adapters import webhook_http
     from kaibo_core.services.webhooks import WebhooksService
 
-    settings = get_settings()
     outbox = webhook_outbox()
     if outbox is None:
         raise ValueError("webhooks need KAIBO_WEBHOOKS_TABLE and KAIBO_WEBHOOK_QUEUE_URL")
-    policy = webhook_http.TargetPolicy(allow_local=settings.webhook_allow_local)
+    policy = webhook_http.TargetPolicy(allow_local=get_settings().webhook_allow_local)
     return WebhooksService(
-        DynamoWebhookStore(dynamodb(), settings.webhooks_table),
-        KmsSecretCipher(aws.kms_client(), settings.webhook_key_id),
-        outbox,
-        partial(webhook_http.check_url, policy=policy),
+        webhook_store(), webhook_cipher(), outbox, partial(webhook_http.check_url, policy=policy)
     )
 
 
 @lru_cache(maxsize=1)
 def webhook_dispatcher() -> WebhookDispatcher:
-    from kaibo_core.adapters import aws, webhook_http
-    from kaibo_core.adapters.dynamodb_webhooks import DynamoWebhookStore
-    from kaibo_core.adapters.kms_secrets import KmsSecretCipher
-    from kaibo_core.adapters.sqs_webhooks import SqsWebhookQueue
+    from kaibo_core.adapters import webhook_http
     from kaibo_core.services.webhook_dispatch import WebhookDispatcher
 
     settings = get_settings()
@@ -319,11 +331,7 @@ def webhook_dispatcher() -> WebhookDispatcher:
         )
 
     return WebhookDispatcher(
-        DynamoWebhookStore(dynamodb(), settings.webhooks_table),
-        SqsWebhookQueue(sqs(), settings.webhook_queue_url, settings.webhook_dead_letter_queue_url),
-        KmsSecretCipher(aws.kms_client(), settings.webhook_key_id),
-        send,
-        retry_scale=settings.webhook_retry_scale,
+        webhook_store(), webhook_queue(), webhook_cipher(), send, retry_scale=settings.webhook_retry_scale
     )
 
 
@@ -352,6 +360,8 @@ def reset() -> None:
         authorization_service,
         structuring_service,
         sweeper,
+        webhook_store,
+        webhook_queue,
         webhook_outbox,
         webhooks_service,
         webhook_dispatcher,
