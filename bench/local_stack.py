@@ -53,6 +53,7 @@ sys.path[:0] = [p for p in CODE_PATHS if p not in sys.path]
 from bench.common import Report, machine, percentile, progress
 from kaibo.client import KaiboClient
 from kaibo_core.core.limits import MAX_EVENTS_PER_BATCH
+from kaibo_local.stack import parse_announcement
 
 DEFAULT_LOCOMO: Final = ROOT.parent / "shared" / "eval" / "locomo" / "locomo-dev.json"
 START_TIMEOUT_SECONDS: Final = 600
@@ -120,9 +121,7 @@ def start_stack(data_dir: str, logs: Path, name: str) -> RunningStack:
         )
     deadline = began + START_TIMEOUT_SECONDS
     while time.monotonic() < deadline and process.poll() is None:
-        values = dict(
-            line.split("=", 1) for line in out.read_text().splitlines() if line.startswith("KAIBO_")
-        )
+        values = parse_announcement(out.read_text())
         if "KAIBO_DATA_DIR" in values:
             return RunningStack(process, err, values, time.monotonic() - began)
         time.sleep(0.02)  # polling the announcement, bounded by the deadline

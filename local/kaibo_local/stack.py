@@ -40,6 +40,7 @@ import logging
 import multiprocessing
 import os
 import secrets
+import shlex
 import signal
 import sys
 import threading
@@ -49,7 +50,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import Any, Literal, TextIO
+from typing import Any, Final, Literal, TextIO
 
 import boto3
 from botocore.config import Config
@@ -191,6 +192,21 @@ def _open_store(path: Path) -> Store:
     return store
 
 
+#: How every line of the announcement starts: each is a shell command that sets one KAIBO_ variable.
+ANNOUNCE_PREFIX: Final = "export "
+
+
+def parse_announcement(text: str) -> dict[str, str]:
+    """The ``KAIBO_*`` values of ``LocalStack.announce``'s lines in ``text`` (other lines ignored;
+    a line still being written, without its newline, is ignored too)."""
+    values: dict[str, str] = {}
+    for line in text.splitlines(keepends=True):
+        if line.startswith(f"{ANNOUNCE_PREFIX}KAIBO_") and line.endswith("\n"):
+            name, value = shlex.split(line.removeprefix(ANNOUNCE_PREFIX))[0].split("=", 1)
+            values[name] = value
+    return values
+
+
 @dataclass
 class LocalStack:
     emulator: EmulatorProcess
@@ -219,12 +235,17 @@ class LocalStack:
         return self.front.url
 
     def announce(self, out: TextIO) -> None:
-        out.write(f"KAIBO_ENDPOINT={self.endpoint}\n")
-        out.write(f"KAIBO_API_KEY={self.api_key}\n")
-        out.write(f"KAIBO_ADMIN_KEY={self.admin_key}\n")
-        out.write(f"KAIBO_AWS_ENDPOINT={self.emulator.endpoint_url}\n")
-        out.write(f"KAIBO_PROJECT_ID={self.project_id}\n")
-        out.write(f"KAIBO_DATA_DIR={self.data_dir or IN_MEMORY}\n")
+        """One ``export KAIBO_…=…`` line per value, shell-quoted: ``eval "$(… | grep '^export KAIBO_')"``
+        sets them (``parse_announcement`` reads them back)."""
+        values = {
+            "KAIBO_ENDPOINT": self.endpoint,
+            "KAIBO_API_KEY": self.api_key,
+            "KAIBO_ADMIN_KEY": self.admin_key,
+            "KAIBO_AWS_ENDPOINT": self.emulator.endpoint_url,
+            "KAIBO_PROJECT_ID": self.project_id,
+            "KAIBO_DATA_DIR": str(self.data_dir or IN_MEMORY),
+        }
+        out.writelines(f"{ANNOUNCE_PREFIX}{name}={shlex.quote(value)}\n" for name, value in values.items())
         out.flush()
 
     def stop(self) -> None:

@@ -33,6 +33,7 @@ import boto3
 import pytest
 
 from kaibo.client import KaiboAPIError, KaiboClient
+from kaibo_local.stack import ANNOUNCE_PREFIX, parse_announcement
 from tests.fixtures.process_guard import guard_group
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,11 +63,7 @@ def _read_announcement(out: Path, process: subprocess.Popen[bytes]) -> dict[str,
     wanted = {"KAIBO_ENDPOINT", "KAIBO_API_KEY", "KAIBO_ADMIN_KEY", "KAIBO_AWS_ENDPOINT"}
     deadline = time.monotonic() + START_DEADLINE_SECONDS
     while time.monotonic() < deadline:
-        values = dict(
-            line.split("=", 1)
-            for line in out.read_text().splitlines()
-            if line.startswith("KAIBO_") and "=" in line
-        )
+        values = parse_announcement(out.read_text())
         if wanted <= values.keys():
             return values
         if process.poll() is not None:
@@ -215,7 +212,7 @@ def test_given_remembered_events_then_recall_answers_over_http_as_json_and_as_a_
     assert final["items"] == answer["items"]
 
     question = "When is the release target?"
-    cli = kaibo_cli(stack, "recall", question, "--budget", "100", api_key=project["apiKey"])
+    cli = kaibo_cli(stack, "recall", question, "--budget", "100", "--json", api_key=project["apiKey"])
     assert cli.returncode == 0, cli.stderr
     assert json.loads(cli.stdout)["items"][0]["memoryId"] == memory_id
     shown = kaibo_cli(stack, "memory", memory_id, api_key=project["apiKey"])
@@ -267,7 +264,7 @@ def test_given_a_correction_then_the_old_fact_is_superseded_and_explain_shows_th
     assert chain[-1]["sourceEvents"][0]["seq"] == 2
     job = kaibo_cli(stack, "job", second["jobId"], api_key=project["apiKey"])
     assert json.loads(job.stdout)["status"] == "done"
-    explained = kaibo_cli(stack, "explain", newer, api_key=project["apiKey"])
+    explained = kaibo_cli(stack, "explain", newer, "--json", api_key=project["apiKey"])
     assert explained.returncode == 0, explained.stderr
     assert json.loads(explained.stdout)["chain"][-1]["memoryId"] == newer
 
@@ -391,7 +388,7 @@ def test_given_a_whole_session_then_the_logs_hold_no_memory_text_payload_or_key(
         assert stop(running, signal.SIGTERM)
     printed = (tmp_path / "stdout.txt").read_text() + running.log.read_text()
     # The announcement prints the development keys on purpose; the rest is what was logged.
-    logs = "\n".join(line for line in printed.splitlines() if not line.startswith("KAIBO_"))
+    logs = "\n".join(line for line in printed.splitlines() if not line.startswith(ANNOUNCE_PREFIX))
     assert '"message":"remembered"' in logs.replace(" ", "")  # the logs were read: the lines are there
     lowered = logs.lower()
     for secret in (marker.lower(), "quixotrin", "budget review", "lunch on fri"):  # raw, folded, stemmed

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import pty
 import urllib.parse
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -256,7 +258,7 @@ def test_given_a_pin_beyond_the_ledger_when_verifying_it_then_exit_1(stub: Stub)
         (["verify", "--pin", "2:" + "ab" * 32, "--project", PROJECT], "--pin needs --ledger"),
         (["verify", "--receipt", receipt(2), "--pin", "2:" + "ab" * 32], "--pin needs --ledger"),
         (["verify", "--stream", DIARY, "--project", PROJECT], "--project goes with"),
-        (["verify", "--ledger", "--stream", DIARY, "--project", PROJECT], "not allowed with"),
+        (["verify", "--ledger", "--stream", DIARY, "--project", PROJECT], "give at most one of"),
         (["verify", "--ledger", "--pin", "two:abc", "--project", PROJECT], "SEQ:HASH"),
     ],
 )
@@ -468,11 +470,22 @@ def forget(stub: Stub, *args: str, stdin: str = "") -> Any:
     return kaibo(stub, "forget", "--query", "locker code", "--reason", "user asked", *args, stdin=stdin)
 
 
+def forget_at_a_terminal(stub: Stub, typed: str) -> Any:
+    """Forget with stdin a terminal (a pty) on which ``typed`` is typed ("" types Ctrl-D: no answer)."""
+    keyboard, terminal = pty.openpty()
+    try:
+        os.write(keyboard, typed.encode() or b"\x04")
+        return kaibo(stub, "forget", "--query", "locker code", "--reason", "user asked", stdin_fd=terminal)
+    finally:
+        os.close(terminal)
+        os.close(keyboard)
+
+
 @pytest.mark.parametrize("answer", ["n\n", "\n", "", "yes please\n"])
 def test_given_a_dry_run_when_the_answer_is_not_yes_then_nothing_is_forgotten(
     stub: Stub, answer: str
 ) -> None:
-    result = forget(stub, stdin=answer)
+    result = forget_at_a_terminal(stub, answer)
     assert result.returncode == 1
     assert stub.forget_requests() == [{"query": "locker code", "reason": "user asked", "dryRun": True}]
     lines = result.stdout.splitlines()
@@ -487,7 +500,7 @@ def test_given_a_dry_run_when_the_answer_is_not_yes_then_nothing_is_forgotten(
 def test_given_a_dry_run_when_the_answer_is_yes_then_the_set_is_forgotten_with_its_preview_token(
     stub: Stub,
 ) -> None:
-    result = forget(stub, stdin="y\n")
+    result = forget_at_a_terminal(stub, "y\n")
     assert result.returncode == 0, result.stderr
     dry, real = stub.forget_requests()
     assert dry == {"query": "locker code", "reason": "user asked", "dryRun": True}
@@ -532,7 +545,7 @@ def test_given_the_set_changed_after_the_dry_run_when_forgetting_then_exit_2_and
     stub: Stub,
 ) -> None:
     stub.change_set_after_dry_run = True
-    result = forget(stub, stdin="y\n")
+    result = forget_at_a_terminal(stub, "y\n")
     assert result.returncode == 2
     assert "preview_changed: the set changed since the dry run" in result.stderr
     assert "Run the command again" in result.stderr
@@ -588,3 +601,16 @@ def test_given_a_bad_forget_usage_then_exit_2_without_a_call(stub: Stub, args: l
     result = kaibo(stub, *args, stdin="y\n")
     assert result.returncode == 2
     assert stub.requests == []
+
+
+def test_given_stdin_not_a_terminal_when_forgetting_without_yes_then_it_refuses_and_forgets_nothing(
+    stub: Stub,
+) -> None:
+    result = forget(stub, stdin="y\n")  # piped: a "y" here was not typed by a person at the question
+    assert result.returncode == 1
+    assert "2 memories would be forgotten" in result.stdout  # the dry run is still shown
+    assert "not_confirmed: stdin is not a terminal" in result.stderr
+    assert "--yes" in result.stderr
+    assert QUESTION not in result.stderr
+    assert stub.forget_requests() == [{"query": "locker code", "reason": "user asked", "dryRun": True}]
+    assert len(stub.ledger) == 4

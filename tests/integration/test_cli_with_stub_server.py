@@ -395,8 +395,10 @@ def kaibo(
     admin_key: str | None = None,
     project_id: str | None = None,
     stdin: str = "",
+    stdin_fd: int | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the CLI; ``stdin`` is what is typed (by default nothing: end of input at once)."""
+    """Run the CLI; ``stdin`` is its piped input (by default nothing: end of input at once), or
+    ``stdin_fd`` a file descriptor to read instead (a terminal, for a question)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAIBO_")}
     env["KAIBO_ENDPOINT"] = stub.url
     if api_key is not None:
@@ -408,7 +410,8 @@ def kaibo(
     result = subprocess.run(
         [sys.executable, "-m", "kaibo.cli", *args],
         env=env,
-        input=stdin,
+        input=None if stdin_fd is not None else stdin,
+        stdin=stdin_fd,
         capture_output=True,
         text=True,
         timeout=120,
@@ -626,7 +629,15 @@ def test_given_the_offline_admin_key_command_then_a_key_and_its_hash_are_printed
 
 def test_given_text_when_remembering_then_a_message_event_is_appended_and_verifies(stub: Stub) -> None:
     result = kaibo(
-        stub, "remember", "--stream", "new-1", "--text", "Move the release to July 17", "--key", "msg-1"
+        stub,
+        "remember",
+        "--stream",
+        "new-1",
+        "--text",
+        "Move the release to July 17",
+        "--key",
+        "msg-1",
+        "--json",
     )
     assert result.returncode == 0, result.stderr
     receipt = json.loads(result.stdout)["events"][0]

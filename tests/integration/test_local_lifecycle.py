@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 
 from kaibo.client import KaiboClient
+from kaibo_local.stack import parse_announcement
 from kaibo_local.template import function_specs, load_template
 from kaibo_local.workers import triggers
 from tests.fixtures.process_guard import guard_group
@@ -177,8 +178,7 @@ class StackProcess:
     def wait_announced(self) -> None:
         deadline = time.monotonic() + START_SECONDS
         while time.monotonic() < deadline and self.process.poll() is None:
-            lines = self.out.read_text().splitlines()
-            self.values = dict(line.split("=", 1) for line in lines if line.startswith("KAIBO_"))
+            self.values = parse_announcement(self.out.read_text())
             if "KAIBO_PROJECT_ID" in self.values:
                 return
             time.sleep(0.05)  # polling the announcement, bounded by the deadline

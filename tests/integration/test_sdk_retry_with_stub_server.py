@@ -1,4 +1,5 @@
-"""The SDK retries 429 answers after Retry-After, and only those: against a scripted loopback HTTP stub."""
+"""The SDK retries 429 answers after Retry-After, and never another 4xx: against a scripted loopback
+HTTP stub. 5xx, dropped connections and timeouts, and the async client: test_python_sdk_clients.py."""
 
 from __future__ import annotations
 

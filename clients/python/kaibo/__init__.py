@@ -1,26 +1,37 @@
-"""Kaibo client: an HTTP SDK (``KaiboClient``), chain and ledger verification and the ``kaibo`` CLI.
+"""Kaibo client: an HTTP SDK (``KaiboClient``, ``AsyncKaiboClient``), chain and ledger
+verification and the ``kaibo`` CLI.
 
-Dependency-light on purpose: the standard library plus ``kaibo_core.core.chain`` and
+Dependency-light on purpose: ``httpx`` plus ``kaibo_core.core.chain`` and
 ``kaibo_core.core.ledger`` (which need only ``rfc8785``), so verifying a chain or the deletion
-ledger never pulls in AWS SDKs.
+ledger never pulls in AWS SDKs. docs/python-sdk.md shows the SDK in use.
 """
 
 from __future__ import annotations
 
-from kaibo.client import KaiboAPIError, KaiboClient, KaiboConnectionError, KaiboError
+from kaibo.async_client import AsyncKaiboClient
+from kaibo.client import KaiboClient
+from kaibo.errors import KaiboAPIError, KaiboConnectionError, KaiboError, KaiboTimeoutError
 from kaibo.ledger_verify import LedgerReport, ReceiptFailure, ReceiptReport, verify_ledger, verify_receipt
+from kaibo.results import Citation, RecallItem, RecallPack
+from kaibo.retry import RetryPolicy
 from kaibo.verify import StreamReport, verify_all, verify_events, verify_stream
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncKaiboClient",
+    "Citation",
     "KaiboAPIError",
     "KaiboClient",
     "KaiboConnectionError",
     "KaiboError",
+    "KaiboTimeoutError",
     "LedgerReport",
+    "RecallItem",
+    "RecallPack",
     "ReceiptFailure",
     "ReceiptReport",
+    "RetryPolicy",
     "StreamReport",
     "__version__",
     "verify_all",
