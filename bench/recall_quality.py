@@ -489,13 +489,17 @@ class Bm25Reference:
             show_progress=False,
         )
 
-    def ranked(self, question: str) -> list[int]:
-        """Indexes of the turns with a positive score, best first (ties: corpus order)."""
+    def scores(self, question: str) -> list[float]:
+        """Every turn's BM25 score for the question, in corpus order (0 where no term matches)."""
         terms: list[str] = self._tokenize([question], return_ids=False)[0]
         ids = self._retriever.get_tokens_ids(terms)
         if not ids:
-            return []
-        scores = [float(score) for score in self._retriever.get_scores_from_ids(ids)]
+            return [0.0] * len(self._turns)
+        return [float(score) for score in self._retriever.get_scores_from_ids(ids)]
+
+    def ranked(self, question: str) -> list[int]:
+        """Indexes of the turns with a positive score, best first (ties: corpus order)."""
+        scores = self.scores(question)
         return sorted((i for i, score in enumerate(scores) if score > 0), key=lambda i: (-scores[i], i))
 
     def answer(self, ranked: Sequence[int], budget: int) -> Answer:
