@@ -4,7 +4,12 @@ Every DynamoDB request goes through the emulator one at a time (kaibo_local.emul
 ``SerializedDynamoDBApp``). After a write succeeded (``PutItem``, ``UpdateItem``, ``DeleteItem``,
 ``BatchWriteItem``, ``TransactWriteItems`` answering 200), the items it touched are read back as
 they now are (or as gone) and appended to the journal as one record, synced to disk before the
-answer leaves and before the next request starts. Replaying the journal over the snapshot it
+answer leaves. The sync is a **group commit**: the record is written under the DynamoDB lock, the
+lock is released, and the answer waits for an ``fdatasync`` that started after its record was
+written (``sync_barrier``, ``kaibo_local.journal.RecordWriter.sync_to``); concurrent requests share
+one ``fdatasync``, and the next request runs while the disk syncs. Every DynamoDB answer, a read or
+a refused write too, waits for the sync covering every write journalled before it was produced: it
+may depend on them, so it never leaves before they are on disk. Replaying the journal over the snapshot it
 follows puts each item back as it was written: exactly the acknowledged state, at the cost of a
 put per item (moto evaluating the update expressions and conditions again would cost ten times
 more). A write whose record did not reach the disk was never answered. A request that failed (a
@@ -28,7 +33,7 @@ from __future__ import annotations
 import gc
 import json
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -161,7 +166,7 @@ class DurableTables:
             self._snapshot_bytes = self._data_dir.snapshot_path(self._generation).stat().st_size
             self._open_journal()
             self._data_dir.remove_generations_before(self._generation)
-        self._emulator.record_writes(self.record)
+        self._emulator.record_writes(self.write, self.sync_barrier)
         return restored
 
     def _tables(self) -> Iterator[Table]:
@@ -230,16 +235,33 @@ class DurableTables:
     # --- while running ----------------------------------------------------------------------------
 
     def record(self, target: str, body: bytes) -> None:
-        """Called by the emulator, under the DynamoDB lock, for every answered request."""
+        """``write``, then wait for its fdatasync: on disk when this returns (one request at a time)."""
+        self.write(target, body)
+        self.sync_barrier()()
+
+    def write(self, target: str, body: bytes) -> None:
+        """Called by the emulator, under the DynamoDB lock, for every request answered 200: a write
+        is appended to the journal, not synced yet (``sync_barrier`` waits for that)."""
         if not target.startswith(TARGET_PREFIX):
             return
         operation = target[len(TARGET_PREFIX) :]
         if operation not in WRITE_OPERATIONS or self._journal is None:
             return
         images = [self._image(name, key) for name, key in self._touched(operation, json.loads(body))]
-        self._journal.append(json.dumps({"w": images}, separators=(",", ":")).encode())
+        self._journal.write(json.dumps({"w": images}, separators=(",", ":")).encode())
         if self._journal.size > max(COMPACT_AFTER_BYTES, self._snapshot_bytes):
             self._compact_locked()
+
+    def sync_barrier(self) -> Callable[[], None]:
+        """Called under the DynamoDB lock after every DynamoDB request, written or not: what to call
+        once the lock is released and before the answer leaves, to wait for the fdatasync covering
+        every write journalled so far (group commit). A read waits too: what it saw may have been
+        written by a request whose record is not on disk yet."""
+        journal = self._journal
+        if journal is None or journal.synced >= journal.size:
+            return _nothing_to_wait_for
+        offset = journal.size
+        return lambda: journal.sync_to(offset)
 
     def _touched(self, operation: str, request: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
         """(table name, key) of every item a successful write request changed."""
@@ -323,6 +345,10 @@ class DurableTables:
                 yield json.dumps({"table": name, "items": chunk}, separators=(",", ":")).encode()
                 total += len(chunk)
         yield json.dumps({"end": True, "items": total}).encode()
+
+
+def _nothing_to_wait_for() -> None:
+    return None
 
 
 def _items(table: Table) -> Iterator[Any]:

@@ -46,14 +46,20 @@ Each exists because moto 5.2.5 differs from DynamoDB in a way our code can obser
 5. **The backend looked up once per host name** (``HostCachingDispatcher``). moto's dispatcher
    lists its service directories on disk for every request, under a process-wide lock.
 
-6. **moto's read path sped up** (``kaibo_local.moto_speedups``, pinned the same way): a Query reads
-   only its partition instead of sorting the whole table, and Query and BatchGetItem results are
-   written with one ``json.dumps`` instead of moto's attribute-by-attribute serializer. Same
-   items, pages and documents as moto's (the bodies without optional spaces).
+6. **moto sped up where Kaibo waits on it** (``kaibo_local.moto_speedups``, pinned the same way):
+   a Query reads only its partition instead of sorting the whole table; Query, BatchGetItem and
+   single-item read and write results are written with one ``json.dumps`` instead of moto's
+   attribute-by-attribute serializer; an unconditional ``ADD`` of numbers (the term index's
+   ``ADD df :one``) is applied without moto's tree validation; an item's size is counted once per
+   attribute. Same items, pages, errors and documents as moto's (the bodies without optional
+   spaces).
 
 7. **Writes recorded** (``Emulator.record_writes``): with a recorder set, every DynamoDB request
    that answered 200 is handed to it, with its body, under the lock and before its answer leaves:
-   how the local stack keeps its tables on disk (kaibo_local.durability).
+   how the local stack keeps its tables on disk (kaibo_local.durability). With a sync barrier set
+   too, every DynamoDB request (answered 200 or not) calls it under the lock, and calls what it
+   returns after the lock is released and before the answer leaves: the journal's group commit
+   (the next request runs while this one's record is synced).
 
 8. **Connections kept alive** (``KeepAliveRequestHandler``): moto's development server (werkzeug's)
    closed every connection after one answer, so each AWS call cost a TCP connection and a thread;
@@ -120,6 +126,7 @@ __all__ = [
     "Emulator",
     "HostCachingDispatcher",
     "SerializedDynamoDBApp",
+    "SyncBarrier",
     "WriteRecorder",
     "check_transaction_limits",
     "dynamodb_lock",
@@ -170,6 +177,9 @@ def is_dynamodb_request(environ: WSGIEnvironment) -> bool:
 #: Called under the DynamoDB lock with (X-Amz-Target, request body) of every DynamoDB request
 #: that answered 200, before the answer leaves (kaibo_local.durability journals the writes).
 WriteRecorder = Callable[[str, bytes], None]
+#: Called under the DynamoDB lock after every DynamoDB request; returns what to call once the lock
+#: is released, before the answer leaves (waiting for the sync of what was recorded so far).
+SyncBarrier = Callable[[], Callable[[], None]]
 
 
 class SerializedDynamoDBApp:
@@ -177,12 +187,17 @@ class SerializedDynamoDBApp:
 
     def __init__(self, app: WSGIApplication) -> None:
         self._app = app
-        self.recorder: WriteRecorder | None = None
+        # One attribute, read once per request: a request never sees a recorder without its barrier.
+        self.durability: tuple[WriteRecorder, SyncBarrier | None] | None = None
+
+    @property
+    def recorder(self) -> WriteRecorder | None:
+        return None if self.durability is None else self.durability[0]
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         if not is_dynamodb_request(environ):
             return self._app(environ, start_response)
-        recorder = self.recorder
+        recorder, sync_barrier = self.durability or (None, None)
         body = _request_body(environ) if recorder is not None else b""
         statuses: list[str] = []
 
@@ -195,7 +210,10 @@ class SerializedDynamoDBApp:
             response = _materialize(self._app(environ, remember_status))
             if recorder is not None and statuses and statuses[-1].startswith("200"):
                 recorder(str(environ.get("HTTP_X_AMZ_TARGET", "")), body)
-            return response
+            wait_for_sync = sync_barrier() if sync_barrier is not None else None
+        if wait_for_sync is not None:
+            wait_for_sync()
+        return response
 
 
 def _request_body(environ: WSGIEnvironment) -> bytes:
@@ -503,9 +521,10 @@ class Emulator:
         self._stopped = False
         self.app = app
 
-    def record_writes(self, recorder: WriteRecorder | None) -> None:
-        """From now on, call ``recorder`` for every DynamoDB request answered 200 (None: stop)."""
-        self.app.recorder = recorder
+    def record_writes(self, recorder: WriteRecorder | None, sync_barrier: SyncBarrier | None = None) -> None:
+        """From now on, call ``recorder`` for every DynamoDB request answered 200 (None: stop), and
+        ``sync_barrier`` for every DynamoDB request (see ``SyncBarrier``)."""
+        self.app.durability = None if recorder is None else (recorder, sync_barrier)
 
     @property
     def host(self) -> str:

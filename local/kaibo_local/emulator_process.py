@@ -15,13 +15,15 @@ talks to it in two ways:
   backends, such as giving the KMS keys their kept material), and ``stop``.
 
 What the main process is sure of: a write is journalled and synced by the child before its HTTP
-answer leaves, as before. A journal write that fails ends the child at once, before that answer
-(the line ``cannot write to the data folder`` on stderr); any death of the child that the stack
-did not ask for is reported to ``on_death`` (the stack then ends, the function containers with
-it: what it acknowledged is on disk). The child ignores the stop signals (SIGINT, SIGTERM, SIGHUP:
-a terminal's Ctrl-C reaches the whole process group), so that the stack stops it after the
-containers, in order; and it exits by itself when its control channel closes (the stack is gone,
-even by SIGKILL). It is not started by multiprocessing's spawn: it is no function container.
+answer leaves, as before (the sync is a group commit shared by concurrent requests, and every
+DynamoDB answer waits for the sync of every write journalled before it: kaibo_local.durability). A
+journal write or sync that fails ends the child at once, before that answer (the line ``cannot write
+to the data folder`` on stderr); any death of the child that the stack did not ask for is reported
+to ``on_death`` (the stack then ends, the function containers with it: what it acknowledged is on
+disk). The child ignores the stop signals (SIGINT, SIGTERM, SIGHUP: a terminal's Ctrl-C reaches the
+whole process group), so that the stack stops it after the containers, in order; and it exits by
+itself when its control channel closes (the stack is gone, even by SIGKILL). It is not started by
+multiprocessing's spawn: it is no function container.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar
 
 if TYPE_CHECKING:
     from kaibo_local.durability import DurableTables
@@ -86,6 +88,9 @@ class Restored:
     journal_writes: int  # complete writes replayed from the journal
     torn_bytes: int  # bytes of a torn last journal record, dropped
 
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 _live: set[EmulatorProcess] = set()
 _live_lock = threading.Lock()
@@ -307,7 +312,7 @@ class _Child:
         tables = DurableTables(folder, self.emulator, table_names)
         items = tables.restore(stored)
         self.tables = tables
-        self.emulator.record_writes(_or_exit(tables.record))
+        self.emulator.record_writes(_or_exit(tables.write), _barrier_or_exit(tables.sync_barrier))
         return Restored(items, stored.empty, len(stored.journal), stored.torn_bytes)
 
     def compact(self) -> None:
@@ -320,13 +325,14 @@ class _Child:
             self.tables.close()
 
 
-def _or_exit(record: Callable[[str, bytes], None]) -> Callable[[str, bytes], None]:
-    """A journal write that fails ends the emulator at once: the write it records is in memory but
-    not on disk, and must not be acknowledged (it was not: its answer has not left)."""
+def _or_exit(function: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``function``, ending the emulator at once if it fails to write or sync the journal: the write
+    it records is in memory but not on disk, and must not be acknowledged (it was not: its answer
+    has not left)."""
 
-    def record_or_exit(target: str, body: bytes) -> None:
+    def or_exit(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
-            record(target, body)
+            return function(*args, **kwargs)
         except OSError as error:
             reason = error.strerror or str(error)
             sys.stderr.write(
@@ -335,7 +341,16 @@ def _or_exit(record: Callable[[str, bytes], None]) -> Callable[[str, bytes], Non
             sys.stderr.flush()
             os._exit(1)
 
-    return record_or_exit
+    return or_exit
+
+
+def _barrier_or_exit(sync_barrier: Callable[[], Callable[[], None]]) -> Callable[[], Callable[[], None]]:
+    """``sync_barrier``, whose wait for the sync ends the emulator at once if the sync fails."""
+
+    def barrier_or_exit() -> Callable[[], None]:
+        return _or_exit(sync_barrier())
+
+    return barrier_or_exit
 
 
 def _serve(channel: Connection, child: _Child) -> None:

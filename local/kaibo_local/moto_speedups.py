@@ -16,8 +16,10 @@ installs the emulator's transaction patch and the two speed-ups below, so the lo
    filters as always, so the items, counts and ``LastEvaluatedKey`` are the same. Index queries,
    tables without a sort key and queries without a partition key go to moto unchanged.
 
-2. **Query and BatchGetItem results serialized in one ``json.dumps``** (``fast_execute_result``
-   replaces ``ActionResult.execute_result`` for ``DynamoResult``). moto walks the response shape
+2. **Query, BatchGetItem and item reads' and writes' results serialized in one ``json.dumps``**
+   (``fast_execute_result`` replaces ``ActionResult.execute_result`` for ``DynamoResult``; the
+   operations are ``FAST_SERIALIZED_OPERATIONS``: also GetItem, PutItem, UpdateItem and
+   DeleteItem, whose results are an item or nothing). moto walks the response shape
    attribute by attribute (``moto.core.serialize``): ~0.1 s for a Query of 400 small items, most
    of a recall's time on the emulator. The replacement reproduces that walk where it is trivial
    (structures in the shape's member order, numbers as moto casts them, items and keys, already in
@@ -54,13 +56,48 @@ installs the emulator's transaction patch and the two speed-ups below, so the lo
    three (as JSON, when shorter than ``CONDITION_KEY_MAX_CHARS``), and hands the same condition out
    again, with the names and values it found, as moto's parser records them. A condition that does
    not parse raises as before and is not kept.
+
+6. **A validator's copy of the tree is unpickled** (``validator_init`` replaces
+   ``Validator.__init__``). moto's validator works on a ``copy.deepcopy`` of the tree (it replaces
+   nodes with the item's values as it goes): ~50 µs for a tree as small as ``ADD df :one``, once or
+   twice per Update. ``cached_update_expression`` pickles each tree it keeps, and the replacement
+   copies such a tree with ``pickle.loads`` (~4x faster), which builds the same objects as
+   ``deepcopy`` does for moto's nodes (plain objects, both going through their ``__reduce_ex__``,
+   shared references and parent links kept). Any other tree, or one that did not pickle, is
+   deep-copied as before.
+
+7. **An unconditional ADD of numbers is applied directly** (``number_add_update_item`` replaces
+   ``DynamoDBBackend.update_item``). Kaibo's index transactions are mostly ``ADD df :one`` Updates
+   (and ``ADD docs :one, #terms :dl``): for each, moto deep-copies the stored item, builds the
+   tree, validates it twice when the item is new (ten passes over a copy of the tree each time)
+   and executes it, ~65 % of the emulator's time under an append load. When the expression is one
+   ``ADD`` clause of ``N`` values to distinct top-level attributes (plain names that are not
+   reserved words, or ``#names`` that are defined), none of them a key of the table, with no
+   condition, ``Expected`` or ``AttributeUpdates``, the replacement does what moto's executor does:
+   each attribute becomes the stored number (0 if absent) plus the value, added by moto's
+   ``DynamoType.__add__``, in the expression's order, the item created with its keys first if
+   absent, the size limit checked by moto's attribute dict (``ItemSizeToUpdateTooLarge``), and a
+   stream record as moto adds it. Every other update, and any case where moto would refuse (a
+   stored value that is not a number, a value that is not a number), goes to moto's own
+   ``update_item``, before anything is changed.
+
+8. **An item's size is counted once per attribute** (``item_init`` replaces ``Item.__init__``).
+   moto builds an item attribute by attribute into a ``LimitedSizeDict``, which sums the size of
+   every attribute already there for each one it adds: O(attributes²) per item built, and every
+   Put, every read copy and every journal image builds one. The replacement keeps the running
+   total: the same attributes in the same order, the same ``ItemSizeTooLarge`` at the same
+   attribute (moto's limit, 405,000 bytes).
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import hashlib
 import inspect
 import json
+import pickle
+import re
 import string
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -71,11 +108,22 @@ from moto.core.responses import ActionResult
 from moto.core.serialize import BaseJSONSerializer, JSONSerializer, ResponseSerializer
 from moto.core.utils import camelcase_to_underscores, unix_time
 from moto.dynamodb.comparisons import ConditionExpressionParser
+from moto.dynamodb.exceptions import ItemSizeTooLarge, ItemSizeToUpdateTooLarge
 from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
 from moto.dynamodb.models.table import Table
+from moto.dynamodb.models.utilities import bytesize
 from moto.dynamodb.parsing.ast_nodes import Node  # type: ignore[attr-defined]
+from moto.dynamodb.parsing.executors import AddExecutor, SetExecutor, UpdateExpressionExecutor
 from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
-from moto.dynamodb.parsing.validators import Validator
+from moto.dynamodb.parsing.reserved_keywords import ReservedKeywords
+from moto.dynamodb.parsing.validators import (
+    ExpressionAttributeResolvingProcessor,
+    ExpressionAttributeValueProcessor,
+    UpdateExpressionValidator,
+    UpdateHashRangeKeyValidator,
+    Validator,
+)
 from moto.dynamodb.responses import DynamoHandler, DynamoResult
 from moto.moto_api._internal import mock_random
 from moto.sqs.exceptions import InvalidParameterValue
@@ -92,22 +140,28 @@ __all__ = [
     "CONDITION_KEY_MAX_CHARS",
     "FAST_SERIALIZATION",
     "FAST_SERIALIZED_OPERATIONS",
+    "ITEM_SIZE",
+    "NUMBER_ADD_UPDATE",
     "PARTITION_QUERY",
     "SPEEDUPS",
     "SQS_RETENTION_CHECK",
     "SQS_SEND_MESSAGE",
     "UPDATE_EXPRESSIONS",
     "UPDATE_EXPRESSION_CACHE_SIZE",
+    "VALIDATOR_TREE_COPY",
     "MotoPatch",
     "cached_condition",
     "cached_update_expression",
     "fast_execute_result",
     "install",
+    "item_init",
+    "number_add_update_item",
     "partition_query",
     "retention_check",
     "send_message",
     "source_sha256",
     "uninstall",
+    "validator_init",
 ]
 
 _PATCH_LOCK: Final = threading.RLock()
@@ -262,10 +316,12 @@ PARTITION_QUERY: Final = MotoPatch(
 )
 
 
-# --- 2. Query and BatchGetItem results in one json.dumps -----------------------------------------
+# --- 2. Query, BatchGetItem, item reads and writes answered in one json.dumps ------------------
 
 #: Operations whose results ``fast_execute_result`` serializes itself.
-FAST_SERIALIZED_OPERATIONS: Final = frozenset({"Query", "BatchGetItem"})
+FAST_SERIALIZED_OPERATIONS: Final = frozenset(
+    {"Query", "BatchGetItem", "GetItem", "PutItem", "UpdateItem", "DeleteItem"}
+)
 
 
 class _LeaveToMotoError(Exception):
@@ -356,7 +412,7 @@ def _wire_map(value: Any, shape: Shape) -> dict[str, Any]:
 
 
 def fast_execute_result(self: ActionResult, context: ActionContext) -> TYPE_RESPONSE:
-    """``ActionResult.execute_result`` for DynamoDB: Query and BatchGetItem in one ``json.dumps``."""
+    """``ActionResult.execute_result`` for DynamoDB: ``FAST_SERIALIZED_OPERATIONS`` in one ``json.dumps``."""
     operation = context.operation_model
     output = operation.output_shape
     if (
@@ -400,7 +456,7 @@ FAST_SERIALIZATION: Final = MotoPatch(
         BaseJSONSerializer._serialize_type_structure,
         BaseJSONSerializer._serialize_type_string,
     ),
-    summary="Query and BatchGetItem results written with one json.dumps",
+    summary="Query, BatchGetItem and item read and write results written with one json.dumps",
     recheck=(
         "Re-read moto's ActionResult.execute_result and the JSON serializer methods pinned with it "
         "(kaibo_local.moto_speedups.FAST_SERIALIZATION.mirrors), and re-check _wire against them"
@@ -531,6 +587,8 @@ SQS_RETENTION_CHECK: Final = MotoPatch(
 #: How many update expressions' trees are kept (all of them are dropped when it is reached).
 UPDATE_EXPRESSION_CACHE_SIZE: Final = 1024
 _update_trees: dict[str, Any] = {}
+#: id(tree) -> (the tree, kept so that its id stays its own; the tree pickled), for ``validator_init``.
+_pickled_trees: dict[int, tuple[Any, bytes]] = {}
 
 
 class _CachedUpdateExpressions:
@@ -549,7 +607,11 @@ class _CachedUpdateExpressions:
             tree = UPDATE_EXPRESSIONS.original()(expression_str)
             if len(_update_trees) >= UPDATE_EXPRESSION_CACHE_SIZE:
                 _update_trees.clear()
+                _pickled_trees.clear()
             _update_trees[expression_str] = tree
+            # A tree that does not pickle is deep-copied, as moto does.
+            with contextlib.suppress(pickle.PicklingError, TypeError, AttributeError, RecursionError):
+                _pickled_trees[id(tree)] = (tree, pickle.dumps(tree, pickle.HIGHEST_PROTOCOL))
         return tree
 
 
@@ -640,6 +702,232 @@ CONDITIONS: Final = MotoPatch(
     ),
 )
 
+# --- 6. A validator copies a kept update expression's tree from its pickle -----------------------
+
+
+def _copy_of_tree(tree: Any) -> Any:
+    """``deepcopy(tree)``; for a tree ``cached_update_expression`` handed out, unpickled instead."""
+    kept = _pickled_trees.get(id(tree))
+    if kept is not None and kept[0] is tree:
+        return pickle.loads(kept[1])  # noqa: S301 - bytes this process pickled itself
+    return copy.deepcopy(tree)
+
+
+def validator_init(  # noqa: PLR0917 - moto's signature
+    self: Validator,
+    expression: Node,
+    expression_attribute_names: dict[str, str],
+    expression_attribute_values: dict[str, dict[str, Any]],
+    item: Any,
+    table: Table,
+) -> None:
+    """``Validator.__init__``, moto's steps, copying the tree with ``_copy_of_tree``."""
+    self.expression_attribute_names = expression_attribute_names
+    self.expression_attribute_values = expression_attribute_values
+    self.item = item
+    self.table = table
+    self.processors = self.get_ast_processors()
+    self.node_to_validate = _copy_of_tree(expression)
+
+
+#: sha256 of ``Validator.__init__`` and ``Node.__init__`` in moto 5.2.5.
+VALIDATOR_TREE_COPY: Final = MotoPatch(
+    Validator,
+    "__init__",
+    validator_init,
+    "e3d56dab15a6b9cf51bf1f356da60ab2e76e630d667e3b00d926d39d31216967",
+    mirrors=(Node.__init__,),
+    summary="a validator's copy of a kept update expression's tree unpickled, not deep-copied",
+    recheck=(
+        "Re-read moto's Validator.__init__ and the Node classes of moto.dynamodb.parsing.ast_nodes: "
+        "unpickling the kept tree must give what deepcopy gives (no __deepcopy__, __reduce__ or "
+        "__getstate__ of their own)"
+    ),
+)
+
+# --- 7. ADD of numbers to top-level attributes without moto's validators --------------------------
+
+#: ``ADD path :value`` actions, comma-separated; a path is a plain attribute name or a ``#name``.
+_NUMBER_ADD: Final = re.compile(
+    r"ADD\s+((?:[A-Za-z][A-Za-z0-9_]*|#[A-Za-z0-9_]+)\s+:[A-Za-z0-9_]+"
+    r"(?:\s*,\s*(?:[A-Za-z][A-Za-z0-9_]*|#[A-Za-z0-9_]+)\s+:[A-Za-z0-9_]+)*)\s*"
+)
+_NUMBER_ADD_ACTION: Final = re.compile(r"\s*(\S+)\s+(\S+)\s*")
+_reserved_words: set[str] = set()
+
+
+def _number_adds(
+    table: Table, update_expression: str, names: Mapping[str, str] | None, values: Mapping[str, Any] | None
+) -> list[tuple[str, DynamoType]] | None:
+    """(attribute, number to add) per action of ``update_expression``, in its order, if it is one
+    ADD clause of numbers to distinct top-level attributes, none of them a key, every placeholder
+    defined; None for anything else (moto's own update_item then parses, checks and answers)."""
+    matched = _NUMBER_ADD.fullmatch(update_expression)
+    if matched is None:
+        return None
+    if not _reserved_words:
+        _reserved_words.update(word.upper() for word in ReservedKeywords.get_reserved_keywords())
+    adds: list[tuple[str, DynamoType]] = []
+    for action in matched.group(1).split(","):
+        path, placeholder = _NUMBER_ADD_ACTION.fullmatch(action).groups()  # type: ignore[union-attr]
+        if path.startswith("#"):
+            name = (names or {}).get(path)
+            if not isinstance(name, str):
+                return None
+        elif path.upper() in _reserved_words:
+            return None
+        else:
+            name = path
+        value = (values or {}).get(placeholder)
+        if (
+            type(value) is not dict
+            or list(value) != ["N"]
+            or type(value["N"]) is not str
+            or name in table.table_key_attrs
+            or any(name == seen for seen, _ in adds)
+        ):
+            return None
+        adds.append((name, DynamoType(value)))
+    return adds
+
+
+def number_add_update_item(  # noqa: PLR0917 - moto's signature
+    self: DynamoDBBackend,
+    table_name: str,
+    key: dict[str, dict[str, Any]],
+    update_expression: str,
+    expression_attribute_names: dict[str, Any],
+    expression_attribute_values: dict[str, Any],
+    attribute_updates: dict[str, Any] | None = None,
+    expected: dict[str, Any] | None = None,
+    condition_expression: str | None = None,
+    return_values_on_condition_check_failure: str | None = None,
+) -> Any:
+    """``DynamoDBBackend.update_item``; an unconditional ``ADD`` of numbers (``ADD df :one``) applied
+    directly, as moto's executor applies it, without building and validating the tree."""
+
+    def by_moto() -> Any:
+        return NUMBER_ADD_UPDATE.original()(
+            self,
+            table_name,
+            key,
+            update_expression,
+            expression_attribute_names,
+            expression_attribute_values,
+            attribute_updates,
+            expected,
+            condition_expression,
+            return_values_on_condition_check_failure,
+        )
+
+    table = self.get_table(table_name)
+    key_names = {table.hash_key_attr} | ({table.range_key_attr} if table.range_key_attr else set())
+    if (
+        attribute_updates
+        or expected
+        or condition_expression
+        or not update_expression
+        or set(key) != key_names
+    ):
+        return by_moto()
+    adds = _number_adds(table, update_expression, expression_attribute_names, expression_attribute_values)
+    if adds is None:
+        return by_moto()
+    hash_value = DynamoType(key[table.hash_key_attr])
+    range_value = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+    item = table.get_item(hash_value, range_value)
+    orig_item = copy.deepcopy(item) if table.stream_shard is not None else None  # moto: for the stream
+    totals: list[tuple[str, DynamoType]] = []
+    for name, number in adds:  # computed before anything changes: a bad number changes nothing
+        existing = item.attrs.get(name) if item is not None else None
+        if existing is not None and existing.type != "N":
+            return by_moto()  # moto's IncorrectDataType
+        try:
+            totals.append((name, (existing or DynamoType({"N": "0"})) + number))
+        except (ValueError, ArithmeticError):
+            return by_moto()
+    if item is None:  # moto: an update creates the item, keys first
+        data: dict[str, Any] = {table.hash_key_attr: {hash_value.type: hash_value.value}}
+        if range_value:
+            data[table.range_key_attr] = {range_value.type: range_value.value}  # type: ignore[index]
+        table.put_item(data)
+        item = table.get_item(hash_value, range_value)
+        assert item is not None
+    try:
+        for name, total in totals:
+            item.attrs[name] = total
+    except ItemSizeTooLarge:
+        raise ItemSizeToUpdateTooLarge() from None
+    if table.stream_shard is not None:
+        table.stream_shard.add(orig_item, item)
+    return item
+
+
+#: sha256 of ``DynamoDBBackend.update_item`` and of the moto code an ADD of numbers goes through
+#: (parser, validators, executor, number addition, the size-limited attributes) in moto 5.2.5.
+NUMBER_ADD_UPDATE: Final = MotoPatch(
+    DynamoDBBackend,
+    "update_item",
+    number_add_update_item,
+    "ec2047b055a720dc034a6f86be71e0a88da581f48043bc4c0ccaa0500e31510c",
+    mirrors=(
+        UpdateExpressionValidator.get_ast_processors,
+        UpdateHashRangeKeyValidator.check_for_hash_or_range_key,
+        ExpressionAttributeValueProcessor.replace_expression_attribute_value_with_value,
+        ExpressionAttributeResolvingProcessor.pre_processing_of_child,
+        ExpressionAttributeResolvingProcessor.resolve_expression_path,
+        Node.normalize,
+        UpdateExpressionExecutor.execute,
+        AddExecutor.execute,
+        SetExecutor.set,
+        DynamoType.__add__,
+        LimitedSizeDict.__setitem__,
+    ),
+    summary="an unconditional ADD of numbers applied without building and validating its tree",
+    recheck=(
+        "Re-read moto's DynamoDBBackend.update_item and the code pinned with it "
+        "(kaibo_local.moto_speedups.NUMBER_ADD_UPDATE.mirrors): an ADD of a number to a top-level "
+        "non-key attribute must still set it to the stored number (0 if absent) plus the value, in "
+        "the expression's order, creating the item first if absent, and refuse the rest as moto does"
+    ),
+)
+
+# --- 8. An item's size counted once per attribute as it is built -----------------------------------
+
+#: moto's item size limit (``LimitedSizeDict.__setitem__``: between DynamoDB's 400 KB and 410 KB).
+_MOTO_ITEM_LIMIT: Final = 405000
+
+
+def item_init(self: Item, hash_key: DynamoType, range_key: DynamoType | None, attrs: dict[str, Any]) -> None:
+    """``Item.__init__``: moto's attributes and size check, the size of those already set kept as a
+    running total (moto's ``LimitedSizeDict`` sums every attribute again for each one it adds)."""
+    self.hash_key = hash_key
+    self.range_key = range_key
+    self.attrs = LimitedSizeDict()
+    total = 0
+    for key, value in attrs.items():
+        typed = DynamoType(value)
+        size = bytesize(key) + typed.size()
+        if total + size > _MOTO_ITEM_LIMIT:
+            raise ItemSizeTooLarge
+        dict.__setitem__(self.attrs, key, typed)
+        total += size
+
+
+#: sha256 of ``Item.__init__`` and ``LimitedSizeDict.__setitem__`` in moto 5.2.5.
+ITEM_SIZE: Final = MotoPatch(
+    Item,
+    "__init__",
+    item_init,
+    "fc02f7fab7a521c3c0cb66831ca5baa67abea1cd98a35fd7704654b1d9208344",
+    mirrors=(LimitedSizeDict.__setitem__,),
+    summary="an item's size counted once per attribute as it is built",
+    recheck=(
+        "Re-read moto's Item.__init__ and LimitedSizeDict.__setitem__, and re-check "
+        "kaibo_local.moto_speedups.item_init against them (same attributes, same limit, same error)"
+    ),
+)
+
 #: The speed-ups, in the order ``install`` applies them.
 SPEEDUPS: Final = (
     PARTITION_QUERY,
@@ -648,4 +936,7 @@ SPEEDUPS: Final = (
     SQS_RETENTION_CHECK,
     UPDATE_EXPRESSIONS,
     CONDITIONS,
+    VALIDATOR_TREE_COPY,
+    NUMBER_ADD_UPDATE,
+    ITEM_SIZE,
 )
