@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,23 +17,11 @@ from kaibo_core.core import chain, ledger
 from kaibo_core.core.ledger import LedgerEntry, LedgerVerifier
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.ports import DeletionLedger
-from kaibo_local.emulator import Emulator, start_emulator
 from tests.integration.test_emulator import make_client
 
 PROJECT = ProjectId("prj_01JZ8Q4W7T2M5R9X3C6B1N0VKD")
 OTHER = ProjectId("prj_01JZ8Q4W7T2M5R9X3C6B1N0VKE")
 WRITERS = 8
-
-
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with start_emulator() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def ddb(emu: Emulator) -> Any:
-    return make_client(emu.endpoint_url, "dynamodb")
 
 
 def create_ledger_table(ddb: Any) -> str:

@@ -18,21 +18,9 @@ from botocore.exceptions import ClientError
 
 from kaibo_local.data_dir import DataDir, DataDirError, Manifest, configured_data_dir, reset
 from kaibo_local.durability import DurableTables, read_stored_tables
-from kaibo_local.emulator import Emulator, start_emulator
+from kaibo_local.emulator import Emulator
 from kaibo_local.journal import read_records
 from kaibo_local.template import create_tables, load_template
-from tests.integration.test_emulator import make_client
-
-
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with start_emulator() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def ddb(emu: Emulator) -> Any:
-    return make_client(emu.endpoint_url, "dynamodb")
 
 
 class Run:

@@ -19,7 +19,7 @@ from botocore.exceptions import ClientError
 from moto.dynamodb.parsing.validators import UpdateExpressionValidator
 
 from kaibo_local import emulator, moto_speedups
-from kaibo_local.emulator import Emulator, start_emulator
+from kaibo_local.emulator import Emulator
 from tests.integration.test_emulator import make_client
 
 #: (stored attributes besides the key or None: no item, the UpdateItem arguments besides the key)
@@ -102,17 +102,6 @@ CASES: dict[str, tuple[dict[str, Any] | None, dict[str, Any]]] = {
 }
 
 SPEEDUPS = (moto_speedups.NUMBER_ADD_UPDATE, moto_speedups.VALIDATOR_TREE_COPY, moto_speedups.ITEM_SIZE)
-
-
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with start_emulator() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def ddb(emu: Emulator) -> Any:
-    return make_client(emu.endpoint_url, "dynamodb")
 
 
 @pytest.fixture(autouse=True)

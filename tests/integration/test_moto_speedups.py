@@ -25,9 +25,8 @@ from moto.dynamodb.models.table import Table
 from moto.dynamodb.responses import DynamoResult
 
 from kaibo_local import emulator, moto_speedups
-from kaibo_local.emulator import Emulator, start_emulator
+from kaibo_local.emulator import Emulator
 from kaibo_local.moto_speedups import FAST_SERIALIZATION, PARTITION_QUERY, MotoPatch
-from tests.integration.test_emulator import make_client
 
 T = TypeVar("T")
 TARGET_PREFIX = "DynamoDB_20120810."
@@ -36,17 +35,6 @@ AUTHORIZATION = (
     "AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/dynamodb/aws4_request, "
     "SignedHeaders=host;x-amz-target, Signature=0"
 )
-
-
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with start_emulator() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def ddb(emu: Emulator) -> Any:
-    return make_client(emu.endpoint_url, "dynamodb")
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,6 @@ Why this model and not a static one: docs/recall.md, "Recall by meaning" (measur
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -144,9 +143,3 @@ class MiniLmEmbedder:
             )
         pooled = (x * mask[:, :, None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
         return np.asarray(pooled / np.linalg.norm(pooled, axis=1, keepdims=True), dtype=np.float32)
-
-
-@functools.cache
-def shared_embedder() -> MiniLmEmbedder:
-    """One model per container, loaded on first use (~90 MB read, the tokenizer parsed once)."""
-    return MiniLmEmbedder.from_package()

@@ -11,7 +11,6 @@ The choice and its figures: docs/recall.md, "Recall by meaning".
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -66,9 +65,3 @@ class StaticEmbedder:
                 if norm > 0.0:
                     rows[row] = mean / norm
         return rows
-
-
-@functools.cache
-def shared_embedder() -> StaticEmbedder:
-    """One model per container, loaded on first use (~16 MB read, tokenizer parsed once)."""
-    return StaticEmbedder.from_package()
