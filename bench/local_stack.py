@@ -4,6 +4,7 @@ execs), over HTTP, with structuring running. Prints tables; not a test.
 Run from the repository root (``make bench-local-stack``; ``bench/README.md``)::
 
     PYTHONPATH=.:local .venv/bin/python bench/local_stack.py [--quick] [--sizes 1000,10000]
+        [--seeded-sizes 100000]
 
 Every stack is a separate process started exactly as ``make run`` starts it (its own emulator,
 its containers, its data folder in a temporary directory), and every figure is taken from the
@@ -20,7 +21,21 @@ outside, over HTTP, with ``KaiboClient``:
    every job waited for; then **recall** p50/p95 over HTTP while a writer keeps appending (so
    structuring runs), **disk bytes per stored message**, and **start time** with that data (the
    stack stopped and started again on its folder);
-4. function timeouts: every ``Task timed out`` line any stack wrote.
+4. per seeded size (``--seeded-sizes``, none by default): the same figures at sizes too large to
+   fill over HTTP (about 20 events/s: 100k would take hours). A stack is started on a new folder
+   (creating its development project) and stopped; then, in a child process, the folder's tables
+   are restored into an emulator of its own (``kaibo_local.durability``, as the stack restores
+   them), ``size`` memories with their term index (``bench/recall_cost.py``'s validated
+   ``CorpusWorld`` and ``Seeder``) and ``size`` events (``bench/remember.py``'s ``Seeder``, the
+   real chained items) are written straight into its moto backend, and the folder is compacted
+   into one snapshot (timed: the stack compacts the same way, holding the DynamoDB lock, after
+   every run of the purge schedule). The seeded memories are provisional and cite made-up
+   events, not the seeded ones; no structuring job exists for either. Then the stack is started
+   on that folder (**start time** with the data), **recall** p50/p95 is measured with
+   ``recall_cost.py``'s questions (its 50 needles and organic questions, which hit the seeded
+   memories) while a writer appends, the needles' hits are counted, **appends/s** are measured
+   as in 1, and the stack is started once more after that load;
+5. function timeouts: every ``Task timed out`` line any stack wrote.
 
 The start time of an empty stack is measured in 1.
 """
@@ -32,8 +47,10 @@ import argparse
 import contextlib
 import itertools
 import json
+import multiprocessing
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -41,6 +58,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -52,6 +70,7 @@ sys.path[:0] = [p for p in CODE_PATHS if p not in sys.path]
 
 from bench.common import Report, machine, percentile, progress
 from kaibo.client import KaiboClient
+from kaibo.errors import KaiboAPIError
 from kaibo_core.core.limits import MAX_EVENTS_PER_BATCH
 from kaibo_local.stack import parse_announcement
 
@@ -221,7 +240,12 @@ def wait_for_jobs(stack: RunningStack, job_ids: Sequence[str], timeout: float) -
     while pending:
         if time.monotonic() - began > timeout:
             raise SystemExit(f"{len(pending)} jobs unfinished after {timeout:.0f} s")
-        status = client.job(pending[-1])["status"]
+        try:
+            status = client.job(pending[-1])["status"]
+        except KaiboAPIError as error:
+            if error.status < 500:
+                raise
+            status = "unknown"  # the stack failed the poll (a function timed out): counted in its log
         if status == "done":
             pending.pop()
         elif status == "failed":
@@ -435,7 +459,6 @@ def bench_size(logs: Path, corpus: Corpus, events: int, questions: int) -> SizeR
         latencies, abstains, appended = recall_under_load(stack, corpus, questions)
     finally:
         stack.stop()
-    timeouts = stack.timeouts()
     progress(f"{events} events: started again on its folder")
     again = start_stack(str(folder), logs, f"size-{events}")
     try:
@@ -448,7 +471,7 @@ def bench_size(logs: Path, corpus: Corpus, events: int, questions: int) -> SizeR
             appended,
             folder_bytes(folder) / stored,  # compacted at start: one snapshot, an empty journal
             again.started_seconds,
-            timeouts + again.timeouts(),
+            again.timeouts(),  # both stacks append to the same log
         )
     finally:
         again.stop()
@@ -484,6 +507,192 @@ def report_sizes(report: Report, rows: Sequence[SizeRow]) -> None:
     )
 
 
+# --- 4. per seeded size: stored straight into the emulator's tables, then measured over HTTP ------------
+
+
+@dataclass(frozen=True)
+class SeededData:
+    """What ``seed_folder`` stored, and ``bench/recall_cost.py``'s questions about it."""
+
+    memories: int
+    postings: int
+    events: int
+    seconds: float
+    compact_seconds: float  # one compaction of the folder, as after every purge run
+    questions: list[str]
+    needles: dict[str, str]  # a needle's question -> the id of the memory it must recall
+
+
+def seed_folder(folder: str, size: int, questions: int) -> dict[str, Any]:
+    """In a child process: ``size`` memories and ``size`` events added to a stopped stack's folder.
+
+    The folder's tables are restored into an emulator of this process as the stack restores them,
+    seeded straight into its moto backend, and compacted into one snapshot (``SeededData``'s fields).
+    """
+    # moto, the emulator and the seeders are imported here only, never in the benchmark's process.
+    import boto3  # noqa: PLC0415
+
+    from bench.common import REGION, use_fake_aws  # noqa: PLC0415
+    from bench.recall_cost import NEEDLES, CorpusWorld  # noqa: PLC0415
+    from bench.remember import Seeder as EventSeeder  # noqa: PLC0415
+    from bench.remember import seed_stage  # noqa: PLC0415
+    from kaibo_core.core.storage_keys import ProjectId  # noqa: PLC0415
+    from kaibo_local.data_dir import DataDir  # noqa: PLC0415
+    from kaibo_local.durability import DurableTables, read_stored_tables  # noqa: PLC0415
+    from kaibo_local.emulator import start_emulator  # noqa: PLC0415
+    from kaibo_local.template import create_tables, load_template  # noqa: PLC0415
+
+    began = time.monotonic()
+    use_fake_aws()
+    data_dir = DataDir.open(Path(folder))
+    emulator = start_emulator()
+    try:
+        manifest = data_dir.manifest()
+        if manifest is None:
+            raise RuntimeError(f"{folder} holds no stack: start one on it first")
+        dynamodb = boto3.client("dynamodb", endpoint_url=emulator.endpoint_url, region_name=REGION)
+        tables = create_tables(dynamodb, load_template(), manifest.table_suffix)
+        durable = DurableTables(data_dir, emulator, tables.values())
+        durable.restore(read_stored_tables(data_dir))
+        project = ProjectId(manifest.project_id)
+        corpus = CorpusWorld(tables).corpus(project, size, max(0, questions - NEEDLES))
+        event_tables = {"events": tables["EventsTable"], "idempotency": tables["IdempotencyTable"]}
+        events, _ = seed_stage(EventSeeder(project, event_tables), "seeded", size)
+        compacting = time.monotonic()
+        durable.compact()  # as the stack does after every purge run, holding the DynamoDB lock
+        compact_seconds = time.monotonic() - compacting
+        durable.close()
+    finally:
+        emulator.stop()
+        data_dir.close()
+    asked = corpus["questions"]
+    return {
+        "memories": corpus["memories"],
+        "postings": corpus["postings"],
+        "events": events,
+        "seconds": time.monotonic() - began,
+        "compact_seconds": compact_seconds,
+        "questions": [question["text"] for question in asked],
+        "needles": {q["text"]: q["target"] for q in asked if q["kind"] != "organic"},
+    }
+
+
+def needle_hits(stack: RunningStack, needles: dict[str, str]) -> int:
+    """How many needle questions recall (budget 300) the memory planted for them."""
+    client = stack.client()
+    return sum(
+        target in {str(item["memoryId"]) for item in client.recall(question, 300)["items"]}
+        for question, target in needles.items()
+    )
+
+
+@dataclass
+class SeededRow:
+    data: SeededData
+    disk_bytes: int
+    start_seconds: float
+    recall: list[float]
+    abstains: int
+    needle_hits: int
+    appends: Appends
+    append_seconds: float
+    drain_seconds: float
+    restart_seconds: float
+    timeouts: int
+
+
+def bench_seeded_size(logs: Path, corpus: Corpus, size: int, questions: int, seconds: float) -> SeededRow:
+    folder = Path(tempfile.mkdtemp(prefix=f"kaibo-bench-seeded-{size}-"))
+    name = f"seeded-{size}"
+    start_stack(str(folder), logs, name).stop()  # a new folder: its tables, development project, keys
+    progress(f"{size:,} seeded: memories and events straight into the emulator's tables (child process)")
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as child:
+        data = SeededData(**child.submit(seed_folder, str(folder), size, questions).result())
+    disk_bytes = folder_bytes(folder)
+    progress(f"{size:,} seeded in {data.seconds:.0f} s ({disk_bytes / 2**20:.0f} MB): starting the stack")
+    stack = start_stack(str(folder), logs, name)
+    try:
+        progress(f"{size:,} seeded: {questions} recalls while appending, then the needles")
+        asked = Corpus(corpus.messages, data.questions, "bench/recall_cost.py's questions")
+        latencies, abstains, _ = recall_under_load(stack, asked, questions)
+        hits = needle_hits(stack, data.needles)
+        progress(f"{size:,} seeded: appends, {APPEND_CLIENTS} clients for {seconds:.0f} s")
+        appends = append_for(stack, corpus, seconds, APPEND_CLIENTS, name)
+        drain = wait_for_jobs(stack, appends.job_ids, timeout=1800)
+    finally:
+        stack.stop()
+    progress(f"{size:,} seeded: started again on its folder")
+    again = start_stack(str(folder), logs, name)
+    again.stop()
+    shutil.rmtree(folder, ignore_errors=True)  # 600 MB at 100k
+    return SeededRow(
+        data,
+        disk_bytes,
+        stack.started_seconds,
+        sorted(latencies),
+        abstains,
+        hits,
+        appends,
+        seconds,
+        drain,
+        again.started_seconds,
+        again.timeouts(),  # every stack of this size appends to the same log
+    )
+
+
+def report_seeded(report: Report, rows: Sequence[SeededRow]) -> None:
+    report.table(
+        [
+            "stored (seeded, not filled over HTTP)",
+            "seeded + compacted in",
+            "one compaction",
+            "disk",
+            "start with this data",
+            "recall p50 ms",
+            "recall p95 ms",
+            "abstained",
+            "needles recalled",
+            "appends/s",
+            "append p50 / p95 ms",
+            "queue drained after",
+            "start again after the load",
+            "function timeouts",
+        ],
+        [
+            [
+                f"{row.data.memories:,} memories ({row.data.postings:,} postings) "
+                f"+ {row.data.events:,} events",
+                f"{row.data.seconds:.0f} s",
+                f"{row.data.compact_seconds:.1f} s",
+                f"{row.disk_bytes / 2**20:,.0f} MB",
+                f"{row.start_seconds:.1f} s",
+                f"{percentile(row.recall, 0.5) * 1000:.0f}",
+                f"{percentile(row.recall, 0.95) * 1000:.0f}",
+                f"{row.abstains}/{len(row.recall)}",
+                f"{row.needle_hits}/{len(row.data.needles)}",
+                f"{row.appends.acknowledged / row.append_seconds:.1f} ({len(row.appends.errors)} errors)",
+                f"{percentile(sorted(row.appends.latencies), 0.5) * 1000:.0f} / "
+                f"{percentile(sorted(row.appends.latencies), 0.95) * 1000:.0f}",
+                f"{row.drain_seconds:.0f} s",
+                f"{row.restart_seconds:.1f} s",
+                row.timeouts,
+            ]
+            for row in rows
+        ],
+    )
+    report.line(
+        "Seeded straight into the emulator's tables in a child process (the folder's tables restored as "
+        "the stack restores them, then compacted into one snapshot), not filled over HTTP: provisional "
+        "memories with their term index (bench/recall_cost.py's validated seeder and its synthetic "
+        "corpus) and chained chat events (bench/remember.py's seeder), unrelated to each other; no "
+        "structuring job for either. Recall: recall_cost.py's questions (its 50 needles, then organic "
+        f"ones), one client, budget 300, a writer appending about 5/s meanwhile; appends: {APPEND_CLIENTS} "
+        "clients, one message per request, structuring running; disk: the folder after seeding. One "
+        "compaction: the folder rewritten as one snapshot, as the stack does at start after writes and "
+        "after every run of the purge schedule (every 5 minutes), holding the DynamoDB lock meanwhile."
+    )
+
+
 # --- main ------------------------------------------------------------------------------------------------
 
 
@@ -508,6 +717,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--sizes", default="1000,10000", help="memories per size stage (default: %(default)s)"
     )
     parser.add_argument(
+        "--seeded-sizes",
+        default="",
+        help="memories (and events) per seeded stage, stored straight into the emulator (default: none)",
+    )
+    parser.add_argument(
         "--seconds", type=float, default=60, help="appends stage length (default: %(default)s)"
     )
     parser.add_argument("--questions", type=int, default=300, help="recalls per size (default: %(default)s)")
@@ -516,6 +730,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     sizes = [1000] if args.quick else [int(size) for size in args.sizes.split(",") if size.strip()]
+    seeded_sizes = [int(size) for size in args.seeded_sizes.split(",") if size.strip()]
     seconds = 15.0 if args.quick else args.seconds
     questions = 60 if args.quick else args.questions
     corpus = load_corpus(args.data)
@@ -547,6 +762,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         report.line("## Per size: recall with structuring running, disk, start")
         report_sizes(report, rows)
         timeouts += sum(row.timeouts for row in rows)
+    seeded = [bench_seeded_size(logs, corpus, size, questions, seconds) for size in seeded_sizes]
+    if seeded:
+        report.line("")
+        report.line("## Per seeded size: data seeded into the emulator's tables, not filled over HTTP")
+        report_seeded(report, seeded)
+        timeouts += sum(row.timeouts for row in seeded)
     report.line("")
     report.line(f"Function timeouts in every stack's log: {timeouts}.")
     return 0

@@ -18,9 +18,9 @@ condition not met, a cancelled transaction) changed nothing and is not recorded.
 **Compaction** writes a new generation: a snapshot of every item (to a temporary file, synced,
 then renamed) and an empty journal, after which the older generation's files are deleted. It
 runs at start when the journal holds anything, when the journal outgrows the snapshot (at least
-``COMPACT_AFTER_BYTES``), and after every run of the purge schedule, so that text a purge erased
-is gone from every file in the data folder, not only from memory. It holds the DynamoDB lock, so
-requests wait for it (about a second per 100k items).
+``COMPACT_AFTER_BYTES``), and after every run of the purge schedule that erased anything, so
+that text a purge erased is gone from every file in the data folder, not only from memory. It
+holds the DynamoDB lock, so requests wait for it (about a second per 100k items).
 
 At start (``restore``): the newest generation's snapshot must be whole (it only gets its name once
 complete); its journal may end in a torn record (a write cut short by ``kill -9``, never

@@ -11,8 +11,8 @@ talks to it in two ways:
 - a control channel (a socket pair, pickled messages, one request at a time): ``restore`` the
   data folder's tables into the emulator and journal every write from then on
   (kaibo_local.durability, all of it in the child, where the writes happen), ``compact`` the
-  folder (after every purge), ``call`` a function in the child (what must reach into moto's
-  backends, such as giving the KMS keys their kept material), and ``stop``.
+  folder (after every purge that erased anything), ``call`` a function in the child (what must
+  reach into moto's backends, such as giving the KMS keys their kept material), and ``stop``.
 
 What the main process is sure of: a write is journalled and synced by the child before its HTTP
 answer leaves, as before (the sync is a group commit shared by concurrent requests, and every

@@ -101,8 +101,8 @@ PARAMETERS_FROM_ENVIRONMENT = {
     "KAIBO_PURGE_GRACE_SECONDS": "PurgeGraceSeconds",
     "KAIBO_SWEEP_AFTER_SECONDS": "SweepAfterSeconds",
 }
-#: Schedules after whose every run the data folder is compacted: what a purge erased must leave
-#: the files on disk too, not only the tables in memory.
+#: Schedules after whose runs the data folder is compacted (when the run erased anything): what a
+#: purge erased must leave the files on disk too, not only the tables in memory.
 COMPACT_AFTER = frozenset({"PurgeFunction"})
 #: Unfinished jobs queued again at start, per shard of the sweeper's list (the sweeper takes the rest).
 REQUEUE_AT_START_LIMIT = 10_000
@@ -494,8 +494,27 @@ def _schedule(
     schedule: ScheduleTrigger, handler: Handler, emulator: EmulatorProcess, store: Store | None
 ) -> ScheduleTimer:
     override = os.environ.get(SCHEDULE_OVERRIDES.get(schedule.function, ""), "")
-    compact = emulator.compact if store is not None and schedule.function in COMPACT_AFTER else None
+
+    def compact_if_erased(result: Any) -> None:
+        if erased_anything(result):
+            emulator.compact()
+
+    compact = compact_if_erased if store is not None and schedule.function in COMPACT_AFTER else None
     return ScheduleTimer(schedule, handler, float(override) if override else None, after_run=compact)
+
+
+#: What the purge function's answer counts (functions/purge/app.py): any of them above 0 means
+#: text was erased, and the data folder must be rewritten without it.
+_ERASED_COUNTS: Final = ("applied", "memories", "events")
+
+
+def erased_anything(purge_result: Any) -> bool:
+    """True unless the purge run says it erased nothing. Compacting the folder rewrites every
+    item under the DynamoDB lock (about 23 s at 100k memories): after a run that erased nothing
+    there is no erased text to take off the disk, and the stall is skipped."""
+    if not isinstance(purge_result, dict):
+        return True  # an answer we cannot read: compact, as erased text must never stay on disk
+    return any(purge_result.get(name, 1) != 0 for name in _ERASED_COUNTS)
 
 
 def _remove_leftovers(dynamodb: Any, sqs: Any, suffix: str) -> None:

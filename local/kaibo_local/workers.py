@@ -350,7 +350,7 @@ class ScheduleTimer(_BackgroundLoop):
         handler: Handler,
         every_seconds: float | None = None,
         clock: Callable[[], float] = time.monotonic,
-        after_run: Callable[[], None] | None = None,
+        after_run: Callable[[Any], None] | None = None,
     ) -> None:
         self._trigger = trigger
         self._handler = handler
@@ -378,12 +378,12 @@ class ScheduleTimer(_BackgroundLoop):
         }
 
     def fire(self) -> None:
-        """Invoke the function once with a scheduled event, then ``after_run`` if given (a
-        failure of either is logged, not raised)."""
+        """Invoke the function once with a scheduled event, then ``after_run`` with what it
+        returned, if given (a failure of either is logged, not raised)."""
         try:
-            self._handler(self.event(), LambdaContext(self._trigger.function))
+            result = self._handler(self.event(), LambdaContext(self._trigger.function))
             if self._after_run is not None:
-                self._after_run()
+                self._after_run(result)
         except Exception:
             (log.debug if self.stopping else log.exception)("scheduled %s failed", self._trigger.function)
         with self._count_lock:

@@ -14,6 +14,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
+from kaibo_local.stack import erased_anything
 from kaibo_local.template import function_specs
 from kaibo_local.workers import (
     QueuePoller,
@@ -469,6 +470,38 @@ def test_given_a_failing_scheduled_function_then_fire_logs_and_counts_it() -> No
     timer = ScheduleTimer(TICK, RecordingHandler(answer=explode))
     timer.fire()
     assert timer.fired == 1
+
+
+def test_given_an_after_run_hook_then_it_gets_what_the_function_returned_and_never_after_a_failure() -> None:
+    seen: list[Any] = []
+    timer = ScheduleTimer(
+        TICK, RecordingHandler(answer=lambda _event: {"memories": 2}), after_run=seen.append
+    )
+    timer.fire()
+    assert seen == [{"memories": 2}]
+
+    def explode(_event: dict[str, Any]) -> Any:
+        raise RuntimeError("purge failed")
+
+    ScheduleTimer(TICK, RecordingHandler(answer=explode), after_run=seen.append).fire()
+    assert seen == [{"memories": 2}]
+
+
+@pytest.mark.parametrize(
+    ("purge_result", "compact"),
+    [
+        ({"applied": 0, "entries": 0, "memories": 0, "events": 0, "complete": True}, False),
+        ({"applied": 1, "entries": 1, "memories": 0, "events": 0, "complete": True}, True),
+        ({"applied": 0, "entries": 3, "memories": 2, "events": 0, "complete": False}, True),
+        ({"applied": 0, "entries": 0, "memories": 0, "events": 5, "complete": True}, True),
+        (None, True),  # an answer that cannot be read: erased text must never stay on disk
+        ({"complete": True}, True),
+    ],
+)
+def test_the_folder_is_compacted_after_a_purge_run_only_when_it_erased_anything(
+    purge_result: Any, compact: bool
+) -> None:
+    assert erased_anything(purge_result) is compact
 
 
 @pytest.fixture
