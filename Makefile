@@ -12,6 +12,7 @@
 #   make bench-forget  forget latency by set size, purge write cost per message, recall with a tenth forgotten (QUICK=1)
 #   make bench-local-stack  the local stack as users run it (python -m kaibo_local over HTTP): appends/s, recall, durability, disk, start (QUICK=1)
 #   make bench-structuring  structuring quality (scenarios, LoCoMo) and cost per event (bench/structuring_eval.py; QUICK=1)
+#   make bench-structuring-bedrock  the held-out scenario sets through a Bedrock model (credentials; bench/structuring_bedrock.py)
 #   make build    sam build, no container (python3.11 on PATH)
 #   make deploy   sam deploy --guided
 #   make clean    remove the environments and build output
@@ -99,6 +100,11 @@ bench-local-stack: venv
 .PHONY: bench-structuring
 bench-structuring: $(VENV)/.bench-installed
 	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) bench/structuring_eval.py $(if $(QUICK),--quick,) $(BENCH_ARGS)
+
+# The scenario sets through the Bedrock structurer (needs AWS credentials and KAIBO_BEDROCK_MODEL_ID; it costs money).
+.PHONY: bench-structuring-bedrock
+bench-structuring-bedrock: $(VENV)/.bench-installed
+	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) bench/structuring_bedrock.py $(BENCH_ARGS)
 
 build: tools
 	PATH="$(CURDIR)/$(TOOLS)/bin:$$PATH" sam build

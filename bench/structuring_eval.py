@@ -33,7 +33,7 @@ import random
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -92,6 +92,7 @@ from kaibo_core.core.structuring.plan import CommitOutcome, StructuringCommit, s
 from kaibo_core.core.structuring.rules import RuleStructurer
 from kaibo_core.core.tokens import count_tokens
 from kaibo_core.core.webhooks import Notification
+from kaibo_core.ports import Structurer
 from kaibo_core.runtime.embedded import EmbeddedKaibo
 from kaibo_core.services.remember import RememberService
 from kaibo_core.services.structuring import StructuringService, StructuringStats
@@ -183,10 +184,9 @@ class MeasuredStructurer:
     for the same event (its search, then ``build_user_message``): CPU counted in ``overhead`` so the
     caller can take it out of its own measurement."""
 
-    name = "rules"
-
-    def __init__(self, estimate_prompts: bool) -> None:
-        self._rules = RuleStructurer()
+    def __init__(self, estimate_prompts: bool, inner: Structurer | None = None) -> None:
+        self._rules: Structurer = inner if inner is not None else RuleStructurer()
+        self.name = self._rules.name
         self._estimate = estimate_prompts
         self._fixed = fixed_prompt_tokens()
         self.cpu: list[float] = []
@@ -270,6 +270,11 @@ class ScenarioResult:
         return len(self.expected_links & self.actual_links)
 
 
+def repo_path(path: Path) -> str:
+    """``path`` relative to the repository when it is inside it."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def load_scenarios(path: Path = SCENARIOS_PATH) -> list[dict[str, Any]]:
     data = json.loads(path.read_text(encoding="utf-8"))
     if data.get("version") != 1:
@@ -320,15 +325,27 @@ class ScenarioRun:
     notes: list[str] = field(default_factory=list)
 
 
+#: Makes the structurer of one scenario's ``EmbeddedKaibo`` (None: the rules, with the Bedrock
+#: prompt estimate); ``bench/structuring_bedrock.py`` passes the Bedrock structurer's.
+StructurerFactory = Callable[[], Structurer]
+
+
 def remember_scenario(
-    scenario: dict[str, Any], cpu: CpuSamples, background: Sequence[MemoryRecord] = ()
+    scenario: dict[str, Any],
+    cpu: CpuSamples,
+    background: Sequence[MemoryRecord] = (),
+    make_structurer: StructurerFactory | None = None,
 ) -> ScenarioRun:
     """Remember every event in the scenario's arrival order, each structured right after."""
     events = {event["key"]: event for event in scenario["events"]}
     arrival: list[str] = scenario.get("arrival") or [event["key"] for event in scenario["events"]]
     latest = max(datetime.fromisoformat(event["occurredAt"]) for event in scenario["events"])
     now = (latest + timedelta(hours=1)).astimezone(UTC)
-    structurer = MeasuredStructurer(estimate_prompts=True)
+    structurer = (
+        MeasuredStructurer(estimate_prompts=True)
+        if make_structurer is None
+        else MeasuredStructurer(estimate_prompts=False, inner=make_structurer())
+    )
     run = ScenarioRun(EmbeddedKaibo(structurer, clock=lambda: now), ProjectId(project_id()), now)
     for memory in background:
         run.kaibo.memories.index_new(replace(memory, project_id=run.project))
@@ -421,9 +438,12 @@ def ask_questions(run: ScenarioRun, items: Sequence[dict[str, Any]]) -> list[dic
 
 
 def run_scenario(
-    scenario: dict[str, Any], cpu: CpuSamples, background: Sequence[MemoryRecord] = ()
+    scenario: dict[str, Any],
+    cpu: CpuSamples,
+    background: Sequence[MemoryRecord] = (),
+    make_structurer: StructurerFactory | None = None,
 ) -> ScenarioResult:
-    run = remember_scenario(scenario, cpu, background)
+    run = remember_scenario(scenario, cpu, background, make_structurer)
     stored = structured_memories(run.kaibo, run.project)
     by_id = {memory.id: memory for memory in stored}
     actual = made_links(stored, run.key_of_event)
@@ -574,15 +594,32 @@ def misses(result: ScenarioResult) -> list[str]:
 
 
 def section_scenarios(
-    out: Output, cpu: CpuSamples, data_path: Path, path: Path = SCENARIOS_PATH, *, held_out: bool = False
+    out: Output,
+    cpu: CpuSamples,
+    data_path: Path,
+    path: Path = SCENARIOS_PATH,
+    *,
+    held_out: bool = False,
+    make_structurer: StructurerFactory | None = None,
+    structurer_label: str = "RuleStructurer()",
+    limit: int | None = None,
 ) -> dict[str, Any]:
-    scenarios = load_scenarios(path)
+    """Section 1 on one scenario file. With ``make_structurer`` (a model's structurer) the
+    scenarios run once, with the background when there is one: the empty-project run is skipped,
+    as every run costs model calls."""
+    scenarios = load_scenarios(path)[:limit]
     background = background_memories(data_path)
-    progress(f"{path.name}: {len(scenarios)} scenarios through EmbeddedKaibo(RuleStructurer()) ...")
-    isolated = [run_scenario(scenario, CpuSamples()) for scenario in scenarios]
-    results = [run_scenario(scenario, cpu, background) for scenario in scenarios] if background else isolated
+    progress(f"{path.name}: {len(scenarios)} scenarios through EmbeddedKaibo({structurer_label}) ...")
+    isolated: list[ScenarioResult] = []
+    if make_structurer is None or not background:
+        isolated = [run_scenario(scenario, CpuSamples(), (), make_structurer) for scenario in scenarios]
+    results = (
+        [run_scenario(scenario, cpu, background, make_structurer) for scenario in scenarios]
+        if background
+        else isolated
+    )
     overall, by_category = tally_results(results)
-    scenarios_intro(out, scenarios, background, path, held_out=held_out)
+    scenarios_intro(out, scenarios, background, path, held_out=held_out, structurer_label=structurer_label)
     out.table(SCENARIO_HEADERS, [overall.row("**all**")])
     out("Per category (`distractor_*`: no link should be made):", "")
     out.table(SCENARIO_HEADERS, [tally.row(name) for name, tally in sorted(by_category.items())])
@@ -601,7 +638,7 @@ def section_scenarios(
         ],
     )
     alone, _ = tally_results(isolated)
-    if background:
+    if background and isolated:
         out(
             "The same scenarios in empty projects (no background memories): "
             f"precision {alone.precision:.3f}, recall {alone.recall:.3f}, current-answer accuracy "
@@ -712,6 +749,7 @@ def scenarios_intro(
     path: Path,
     *,
     held_out: bool,
+    structurer_label: str = "RuleStructurer()",
 ) -> None:
     events = sum(len(s["events"]) for s in scenarios)
     out(
@@ -719,8 +757,8 @@ def scenarios_intro(
         if held_out
         else "## 1. Labelled scenarios through the real pipeline (written with the rules)",
         "",
-        f"{len(scenarios)} scenarios, {events} events ({path.relative_to(ROOT)}). Each scenario: a "
-        "fresh `EmbeddedKaibo(RuleStructurer())`, every event remembered on its own in the scenario's "
+        f"{len(scenarios)} scenarios, {events} events ({repo_path(path)}). Each scenario: a "
+        f"fresh `EmbeddedKaibo({structurer_label})`, every event remembered on its own in the scenario's "
         "arrival order and structured at once; explicit `supersedes`/`cancels` name the earlier event's "
         "structured memories. Links are read back from the stored memories (a superseded or canceled "
         f"memory and its `supersededBy`), one per event pair. Questions: recall at asOf = now (the latest "
@@ -1517,7 +1555,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cpu = CpuSamples(source="the scenarios' events")
     scenario_cpu = CpuSamples()
     results["scenarios"] = section_scenarios(out, scenario_cpu, data_path)
-    second = args.scenarios if args.scenarios is not None else HELDOUT_PATH
+    second = args.scenarios.resolve() if args.scenarios is not None else HELDOUT_PATH
     if second.is_file():
         held_out = args.scenarios is None
         results["heldOut"] = section_scenarios(out, CpuSamples(), data_path, second, held_out=held_out)

@@ -155,7 +155,7 @@ class RecallService:
             # Two active memories giving one subject's attribute different values (an update the
             # structurer did not link): the older is not presented as current
             # (core/recall/conflicts.py). An audit (includeSuperseded) asked for every version.
-            kept, outdated = without_outdated(kept)
+            kept, outdated = without_outdated(kept, query.question)
             stats.outdated_dropped = len(outdated)
         chosen = smallest_set(kept, weights, params.selection) if params.strategy == "smallest" else kept
         stats.selected = len(chosen)
@@ -262,8 +262,8 @@ def _authoritative(  # noqa: PLR0917 - the inputs of the exact rescoring
         terms = text_terms + date_terms(memory)
         score = exact_score(Counter(terms), len(terms), weights, corpus, bm25)
         entry = _Confirmed(
-            Ranked(memory.id, score, frozenset(terms), memory.content, valid_from),
-            Ranked(memory.id, score, frozenset(text_terms), memory.content, valid_from),
+            Ranked(memory.id, score, frozenset(terms), memory.content, valid_from, memory.type),
+            Ranked(memory.id, score, frozenset(text_terms), memory.content, valid_from, memory.type),
         )
         confirmed.append((-score, -valid_from, memory.id, entry))
     return [entry for *_, entry in sorted(confirmed, key=lambda item: item[:3])]

@@ -30,6 +30,8 @@ class Ranked:
     #: When the memory became valid (epoch ms), if known: two memories that give one subject's
     #: attribute different values keep only the newer (``kaibo_core.core.recall.conflicts``).
     valid_from_ms: int | None = None
+    #: The memory's type (fact, decision, …), if known: only value-holding types can outdate.
+    memory_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

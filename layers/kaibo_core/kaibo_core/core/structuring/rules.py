@@ -34,6 +34,8 @@ from kaibo_core.core.structuring.drafts import (
     LinkKind,
     MemoryDraft,
 )
+from kaibo_core.core.structuring.facts import additive, history
+from kaibo_core.core.structuring.restated import has_value, restated_candidates
 from kaibo_core.core.structuring.statements import Statement, split_statements
 
 #: Confidence of the one draft of a tool call, file or commit, and of an overflow episode.
@@ -152,9 +154,10 @@ class RuleStructurer:
         content = resolve_dates(_with_speaker(statement), today).text
         if change is None:
             subject = subject_of(statement, classification.type)
+            links = self._restated(event, statement, today, search, plan)
             plan.drafts.append(
                 MemoryDraft(
-                    classification.type, content, event.occurred_at, classification.confidence, subject
+                    classification.type, content, event.occurred_at, classification.confidence, subject, links
                 )
             )
             return
@@ -162,6 +165,8 @@ class RuleStructurer:
         main_type, confidence = _change_type(change, classification)
         fact_text = rewritten_fact(change, retired, today)
         links = plan.links_for(change.link, [candidate.memory_id for candidate in retired])
+        if not retired and change.link == "supersedes" and change.old is None:
+            links = self._restated(event, statement, today, search, plan)
         # The links go on the rewritten fact when there is room for it, else on the statement.
         fact_fits = len(plan.drafts) + 2 <= MAX_DRAFTS_PER_EVENT
         main_links = () if fact_text is not None and fact_fits else links
@@ -186,6 +191,23 @@ class RuleStructurer:
             return []
         candidates = [candidate for candidate in search(query) if candidate.memory_id not in plan.linked]
         return accepted_candidates(change, candidates, today, content)
+
+    @staticmethod
+    def _restated(
+        event: EventToStructure, statement: Statement, today: date, search: CandidateSearch, plan: _Plan
+    ) -> tuple[Link, ...]:
+        """Links to earlier memories this statement restates with one value replaced, when no
+        change rule matched (``restated``: updates without a change word)."""
+        if len(plan.linked) >= MAX_LINKS_PER_EVENT or statement.guarded or history(statement):
+            return ()
+        if additive(statement) or not statement.parseable:
+            return ()
+        text = resolve_dates(statement.text, today).text
+        if not has_value(text):
+            return ()  # nothing to replace another memory's value with: no search
+        candidates = [c for c in search(statement.text) if c.memory_id not in plan.linked]
+        found = restated_candidates(text, statement.speaker, event.stream, candidates)
+        return plan.links_for("supersedes", [candidate.memory_id for candidate in found])
 
 
 def _with_speaker(statement: Statement) -> str:

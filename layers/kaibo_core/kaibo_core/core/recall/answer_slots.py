@@ -1,0 +1,57 @@
+"""The kind of value a question asks for ("When is …?" a date or a time, "Who owns …?" a name),
+so that recall can tell two memories that give the same question two different answers
+(``kaibo_core.core.recall.conflicts``). Pure: no I/O.
+
+Only questions about the *current* value have a slot: "When did we ship?" asks about an event
+(every past shipment is an answer), "When is the launch?" asks for the one current date.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from kaibo_core.core.structuring.restated import ValueKind
+from kaibo_core.core.text import analyze
+
+_WHEN: Final[frozenset[ValueKind]] = frozenset({"date", "time"})
+_SLOTS: Final[tuple[tuple[re.Pattern[str], frozenset[ValueKind]], ...]] = (
+    (re.compile(r"\b(e-?mail|inbox)\b", re.IGNORECASE), frozenset({"email"})),
+    (re.compile(r"\b(phone|mobile|pager|hotline|call)\b", re.IGNORECASE), frozenset({"phone"})),
+    (re.compile(r"\b(url|link|website|site)\b", re.IGNORECASE), frozenset({"url"})),
+    (re.compile(r"^\s*(when|by when|until when|what time|what date|which day)\b", re.IGNORECASE), _WHEN),
+    (re.compile(r"\b(deadline|due date|start date|what day)\b", re.IGNORECASE), _WHEN),
+    (re.compile(r"^\s*(who|whom|whose|which person)\b", re.IGNORECASE), frozenset({"name"})),
+    (
+        re.compile(
+            r"^\s*how (much|many|long|big|often)\b|\b(price|cost|budget|headcount|limit)\b", re.IGNORECASE
+        ),
+        frozenset({"number", "amount"}),
+    ),
+)
+#: Questions about a past event, not a current value.
+_PAST_QUESTION: Final = re.compile(
+    r"\b(did|was|were|had|used to|last (?:year|month|week|time)|ago|originally|before)\b", re.IGNORECASE
+)
+#: Question words and fillers: not part of what the question is about.
+_QUESTION_WORDS: Final = frozenset(
+    analyze(
+        "when who whom whose what which where how much many long time date day deadline due "
+        "current currently now"
+    )
+)
+
+
+def asked_kinds(question: str) -> frozenset[ValueKind]:
+    """The kinds of value that answer ``question`` about a current value; empty when it asks none."""
+    if _PAST_QUESTION.search(question):
+        return frozenset()
+    for pattern, kinds in _SLOTS:
+        if pattern.search(question):
+            return kinds
+    return frozenset()
+
+
+def question_topic(question: str) -> frozenset[str]:
+    """What the question is about: its stemmed terms without question words."""
+    return frozenset(analyze(question)) - _QUESTION_WORDS

@@ -1,0 +1,303 @@
+"""Updates stated without a change word: a later statement that says the same thing as an
+earlier one with one value replaced (docs/structuring-rules.md, "Restated with a new value").
+
+"The Q3 review is on Oct 14." … "Q3 review: Oct 21, room 4B." carries no "moved", "now" or
+"instead", yet the second retires the first. Phrase rules cannot list every way to say that, so
+this reads the *difference* between the two statements instead of their phrasing:
+
+- they share the topic: most of the earlier statement's words (stemmed, as recall sees them)
+  are in the later one;
+- the earlier statement's value is gone and the later one has a value of the same kind in
+  its place (a date, a time, a number, an amount, an address, a name, a code);
+- exactly one thing differs: if a name *and* another value both changed, the statements are
+  about two subjects ("Ana's email is …" and "Ben's email is …"); if a word of the earlier
+  statement's scope is gone ("on weekdays" vs "on weekends"), they describe two scopes.
+
+Pure: no I/O. The guards of the statement (questions, hedges, proposals, reported speech,
+history, "also") are checked by the caller's ``Statement`` flags before this runs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from itertools import pairwise
+from typing import Final, Literal
+
+from kaibo_core.core.structuring.classify import statement_of_text
+from kaibo_core.core.structuring.drafts import CandidateMemory
+from kaibo_core.core.structuring.facts import history
+from kaibo_core.core.text import analyze
+
+ValueKind = Literal["date", "time", "amount", "number", "email", "url", "phone", "name", "code"]
+Values = frozenset[tuple[ValueKind, str]]
+
+_MONTH: Final = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_WEEKDAY: Final = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+#: Kinds in the order they are tried: the first that matches a span claims it.
+_VALUE_PATTERNS: Final[tuple[tuple[ValueKind, re.Pattern[str]], ...]] = (
+    ("email", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")),
+    ("url", re.compile(r"\b(?:https?://|www\.)\S+|\b[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|app)\b")),
+    (
+        "date",
+        re.compile(
+            rf"\b(?:{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?"
+            rf"{_MONTH}(?:,?\s+\d{{4}})?|\d{{4}}-\d{{2}}-\d{{2}}|{_WEEKDAY}|{_MONTH}\s+\d{{4}})\b",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "time",
+        re.compile(
+            r"\b\d{1,2}(?::\d{2})?\s?(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|\bnoon\b", re.IGNORECASE
+        ),
+    ),
+    ("phone", re.compile(r"(?<![\w.])\+?\d[\d\s().-]{6,}\d\b")),
+    (
+        "amount",
+        re.compile(
+            r"[$€£¥]\s?\d[\d,.]*\s?[kmb]?\b|\b\d[\d,.]*\s?(?:usd|eur|gbp|dollars|euros)\b", re.IGNORECASE
+        ),
+    ),
+    (
+        "code",
+        re.compile(r"\b(?=[\w-]*\d)(?=[\w-]*[a-z])[\w]+(?:[-_.][\w]+)+\b|\b[a-z]+\d[\w]*\b", re.IGNORECASE),
+    ),
+    (
+        "number",
+        re.compile(
+            r"\b\d[\d,.]*(?:st|nd|rd|th|\s?%)?|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|"
+            r"eleven|twelve|fifteen|twenty|thirty|forty|fifty|hundred)\b",
+            re.IGNORECASE,
+        ),
+    ),
+)
+_WORD: Final = re.compile(r"[\w'’-]+|[^\w\s]")
+_POSSESSIVE: Final = re.compile(r"\b(my|our|his|her|their|your)\b", re.IGNORECASE)
+_UPPER: Final = "A-ZÀ-ÖØ-Þ"
+_LOWER: Final = "a-zß-öø-ÿ"
+_CAPITALIZED_WORD: Final = rf"[{_UPPER}][{_LOWER}'’-]*[{_LOWER}]"
+_FIRST_WORD: Final = re.compile(rf"\s*({_CAPITALIZED_WORD})\b(?!\s+[{_UPPER}])")
+_CAPITALIZED: Final = re.compile(rf"\b{_CAPITALIZED_WORD}(?:\s+{_CAPITALIZED_WORD})*\b")
+#: Capitalized words that are not names: sentence openers, pronouns, days and months are dates.
+_OPENERS: Final = (
+    "the a an i we you he she they it our my your their his her its this that these those there "
+    "here please thanks thank ok okay yes no so and but or also just update note fyi correction "
+    "actually done finished hi hey team all everyone when what where who how why which will can "
+    "could should would let lets it's i'm we're new next last today tomorrow monday tuesday "
+    "wednesday thursday friday saturday sunday january february march april may june july august "
+    "september october november december scratch sorry heads up reminder going starting from as "
+    "of effective"
+)
+_NOT_NAMES: Final = frozenset(_OPENERS.split())
+#: Words that say *that* something changed, not *what* it is about: no part of the topic.
+_CUE_WORDS: Final = frozenset(
+    analyze(
+        "now new newly current currently updated update actually sorry correction scratch instead "
+        "going forward anymore longer today starting effective latest revised"
+    )
+)
+
+#: Roles one person holds at a time: a new name in one of them retires the old one.
+_SOLE_ROLES: Final = frozenset(
+    analyze(
+        "own owner owns lead leads led handle handles handled run runs manage manager charge responsible "
+        "assigned assignee point contact driving drives take takes taking minutes approvals sign signs "
+        "on-call primary rep representative coordinator organizer host chair"
+    )
+)
+#: Memory types that hold a value a later statement can replace (episodes tell what happened).
+VALUE_TYPES: Final = frozenset({"fact", "decision", "preference", "task"})
+_FIRST_PERSON: Final = re.compile(r"\b(i|i'm|i’m|my|me|we|our|us)\b", re.IGNORECASE)
+#: Past tense that tells history rather than the current value ("was", "last year").
+_ATTACHMENT: Final = re.compile(r"\s*\[(?:attachment|image|file)\b", re.IGNORECASE)
+_PAST: Final = re.compile(r"\b(was|were|used to|previously|last (?:year|month|week|time))\b", re.IGNORECASE)
+
+#: Share of the earlier statement's topic words the later one must repeat.
+MIN_TOPIC_SHARE: Final = 0.75
+#: At least this many topic words in common (names included).
+MIN_TOPIC_WORDS: Final = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """A statement split into its topic words (stemmed) and its values (by kind)."""
+
+    topic: frozenset[str]
+    values: frozenset[tuple[ValueKind, str]]
+    #: Possessives ("our", "their", "his"): whose value it is.
+    holders: frozenset[str] = frozenset()
+    #: Stems of two words written one after the other ("guest", "wifi"): the first may modify the second.
+    pairs: frozenset[tuple[str, str]] = frozenset()
+    #: A capitalized first word ("Headcount", "Ana"): a name unless the other statement has it in lower case.
+    opening: str | None = None
+
+
+def _normal(value: str) -> str:
+    return re.sub(r"[\s,.]+", " ", value.lower()).strip()
+
+
+def read(text: str) -> Reading:
+    """The topic words and values of one statement (its speaker prefix removed by the caller)."""
+    values: set[tuple[ValueKind, str]] = set()
+    rest = text
+    for kind, pattern in _VALUE_PATTERNS:
+        for match in pattern.finditer(rest):
+            values.add((kind, _normal(match.group(0))))
+        rest = pattern.sub(" , ", rest)
+    opening = None
+    first = _FIRST_WORD.match(rest)
+    if first is not None and first.group(1).lower() not in _NOT_NAMES:
+        opening = first.group(1)
+        rest = rest[first.end() :]
+    for match in _CAPITALIZED.finditer(rest):
+        words = [w for w in match.group(0).split() if w.lower() not in _NOT_NAMES]
+        if words:
+            values.add(("name", _normal(" ".join(words))))
+            rest = rest.replace(match.group(0), " , ", 1)
+    topic = frozenset(analyze(rest)) - _CUE_WORDS
+    holders = frozenset(m.lower() for m in _POSSESSIVE.findall(text))
+    return Reading(topic, frozenset(values), holders, _pairs(rest), opening)
+
+
+def _pairs(text: str) -> frozenset[tuple[str, str]]:
+    terms = [analyze(word) for word in _WORD.findall(text.lower())]
+    return frozenset((first[0], second[0]) for first, second in pairwise(terms) if first and second)
+
+
+def _settle_opening(reading: Reading, other: Reading) -> Reading:
+    """The opening word is a name ("Ana will …") unless the other statement uses it as a plain
+    word; when both open with it, it is simply a word they share."""
+    if reading.opening is None:
+        return reading
+    terms = frozenset(analyze(reading.opening))
+    same_opening = other.opening is not None and other.opening.lower() == reading.opening.lower()
+    if terms & other.topic or not terms or same_opening:
+        return replace(reading, topic=reading.topic | terms, opening=None)
+    return replace(reading, values=reading.values | {("name", _normal(reading.opening))}, opening=None)
+
+
+def settle_openings(new: Reading, old: Reading) -> tuple[Reading, Reading]:
+    """Both readings with their opening words settled against each other's originals."""
+    return _settle_opening(new, old), _settle_opening(old, new)
+
+
+def replaces_value(new: Reading, old: Reading) -> bool:
+    """True when ``new`` restates ``old`` with one value replaced (see the module docstring)."""
+    new, old = settle_openings(new, old)
+    gone = old.values - new.values
+    added = new.values - old.values
+    if not gone or not added:
+        return False
+    if new.holders and old.holders and not new.holders & old.holders:
+        return False  # "our budget" and "their budget"
+    if not _same_topic(new, old):
+        return False
+    slot = _replaced_slot(gone, added)
+    if slot is None:
+        return False  # nothing of the same kind, or two things changed (a name and an email): two subjects
+    if slot != "name":
+        return True
+    if _count(gone, "name") > 1 or _count(added, "name") > 1:
+        return False  # "Priya … Globex" and "Raj … Initech": two names, two subjects
+    # A person replaced: only in a role one person holds ("Ana will review" and "Ben will review"
+    # may both be true; "Ben owns it" retires "Ana owns it").
+    return bool(old.topic & new.topic & _SOLE_ROLES)
+
+
+def _same_topic(new: Reading, old: Reading) -> bool:
+    """Most of the earlier statement's words are repeated; a word of it swapped for another
+    ("on weekdays" → "on weekends", "the mobile squad" → "the web squad") is another scope."""
+    shared = old.topic & new.topic
+    names = {v for k, v in old.values & new.values if k == "name"}
+    if len(shared) + len(names) < MIN_TOPIC_WORDS and not (old.topic and old.topic <= new.topic):
+        return False
+    lost, gained = old.topic - new.topic, new.topic - old.topic
+    if len(old.topic) <= 1 and gained:
+        return False  # "the demo" vs "the demo prep": a short topic made narrower is another thing
+    if narrower(new, old):
+        return False  # "the wifi password" vs "the guest wifi password": a narrower subject
+    if not lost:
+        return True
+    return len(lost) == 1 and len(shared) >= MIN_TOPIC_SHARE * len(old.topic)
+
+
+def narrower(new: Reading, old: Reading) -> bool:
+    """``new`` puts a word of its own before a shared one: "the guest wifi password" is a
+    narrower subject than "the wifi password"."""
+    shared, gained = old.topic & new.topic, new.topic - old.topic
+    return any(first in gained and second in shared for first, second in new.pairs)
+
+
+def _count(values: Iterable[tuple[ValueKind, str]], kind: ValueKind) -> int:
+    return sum(1 for k, _ in values if k == kind)
+
+
+def _replaced_slot(
+    gone: frozenset[tuple[ValueKind, str]], added: frozenset[tuple[ValueKind, str]]
+) -> str | None:
+    """The one kind of value that was replaced, or None when none or several were. A date and
+    a time replaced together are one "when" (Wednesday at 2pm → Thursday at 11am); a date
+    followed by a time is not a replacement (on Thursday → at 4pm)."""
+    replaced = {kind for kind, _ in gone} & {kind for kind, _ in added}
+    if replaced == {"date", "time"}:
+        return "when"
+    return next(iter(replaced)) if len(replaced) == 1 else None
+
+
+def has_value(text: str) -> bool:
+    """The statement holds a value another memory's could be replaced by: a date, a number, an
+    address ... or a person in a role one person holds. Chat is full of names, so a name alone
+    does not count (and costs no search). An attachment's caption states no value ("a photo of
+    three turtles" and, later, "a photo of two turtles" are two photos)."""
+    if is_attachment(text):
+        return False
+    reading = read(text)
+    kinds = {kind for kind, _ in reading.values}
+    if kinds - {"name"}:
+        return True
+    has_name = bool(kinds) or reading.opening is not None
+    return has_name and bool((reading.topic | frozenset(analyze(reading.opening or ""))) & _SOLE_ROLES)
+
+
+def is_attachment(text: str) -> bool:
+    """An attachment's caption ("[attachment: a photo of …]"): it describes a file, states no value."""
+    return _ATTACHMENT.match(text) is not None
+
+
+def past(text: str) -> bool:
+    """The statement tells how things were ("was", "used to", "last year"), not a current value."""
+    return _PAST.search(text) is not None
+
+
+def restated_candidates(
+    text: str, speaker: str | None, stream: str, candidates: Iterable[CandidateMemory]
+) -> list[CandidateMemory]:
+    """The candidates that ``text`` (one statement, dates resolved, no speaker prefix) restates
+    with one value replaced. A first-person statement only replaces its own speaker's values, in
+    its own stream ("my flight" in two people's streams are two flights)."""
+    if past(text) or not has_value(text):
+        return []
+    new = read(text)
+    first_person = _FIRST_PERSON.search(text) is not None
+    found = []
+    for candidate in candidates:
+        if candidate.type not in VALUE_TYPES:
+            continue
+        old_statement = statement_of_text(candidate.content)
+        if old_statement.guarded or history(old_statement) or past(old_statement.text):
+            continue
+        if is_attachment(old_statement.text):
+            continue
+        old_speaker = old_statement.speaker or ""
+        if first_person and (candidate.stream != stream or old_speaker != (speaker or "")):
+            continue
+        if speaker and old_speaker and old_speaker != speaker:
+            continue  # another speaker's value: a disagreement, not an update
+        if replaces_value(new, read(old_statement.text)):
+            found.append(candidate)
+    return found

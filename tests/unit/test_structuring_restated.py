@@ -1,0 +1,207 @@
+"""Updates without a change word (#15 item 2): a later statement that restates an earlier one with
+one value replaced supersedes it; recall's safety net drops the older of two memories that answer
+a question about a current value differently (#15 item 3).
+
+docs/structuring-rules.md, "Restated with a new value" and "Recall's safety net".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from kaibo_core.core.recall.answer_slots import asked_kinds, question_topic
+from kaibo_core.core.recall.conflicts import outdated
+from kaibo_core.core.recall.selection import Ranked
+from kaibo_core.core.structuring.drafts import CandidateMemory, EventToStructure, Link, MemoryDraft
+from kaibo_core.core.structuring.restated import read, replaces_value, restated_candidates
+from kaibo_core.core.structuring.rules import RuleStructurer
+from kaibo_core.core.text import analyze, query_terms
+
+AT = "2026-06-03T09:00:00.000Z"
+EARLIER = "2026-06-01T09:00:00.000Z"
+
+
+def restates(new: str, old: str) -> bool:
+    return replaces_value(read(new), read(old))
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The deadline for the grant report is June 20.", "Grant report deadline: June 27."),
+        ("Headcount for the data team is 12.", "The data team headcount is 15."),
+        ("Marco owns the billing migration.", "Priya owns the billing migration."),
+        ("The standup is at 9:15.", "Scratch that, standup is at 9:45."),
+        ("The vendor demo is on Wednesday at 2pm.", "The vendor demo is on Thursday at 11am."),
+        ("The support hotline is 1-800-555-0100.", "Support hotline: 1-800-555-0199."),
+        ("The sprint length is two weeks.", "The sprint length is three weeks."),
+        ("Invoices go to billing@acme.example.", "Invoices go to ap@acme.example going forward."),
+    ],
+)
+def test_the_same_statement_with_one_value_replaced_is_an_update(old: str, new: str) -> None:
+    assert restates(new, old)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The gym opens at 6am on weekdays.", "The gym opens at 8am on weekends."),  # another scope
+        ("Ana's email is ana@acme.example.", "Ben's email is ben@acme.example."),  # another person
+        ("Priya is the point of contact for Globex.", "Raj is the point of contact for Initech."),
+        ("Our budget is $40,000.", "Their budget is $60,000."),  # another holder
+        ("The demo is on Thursday.", "The demo is at 4pm."),  # a time added to a date
+        ("The wifi password is maple42.", "The guest wifi password is birch77."),  # narrower
+        ("Ana will review the security audit.", "Ben will review the security audit."),  # both may
+        ("The launch is on July 1.", "The launch party is on July 8."),  # another thing
+        ("The standup is at 9:15.", "The standup is at 9:15."),  # nothing replaced
+    ],
+)
+def test_another_subject_scope_holder_or_role_is_not_an_update(old: str, new: str) -> None:
+    assert not restates(new, old)
+
+
+def candidate(content: str, memory_type: str = "fact", stream: str = "s") -> CandidateMemory:
+    return CandidateMemory("mem_old", memory_type, content, EARLIER, stream)  # type: ignore[arg-type]
+
+
+def test_first_person_values_are_replaced_only_in_their_own_stream_and_by_their_speaker() -> None:
+    mine = "My flight is at 9am."
+    new = "My flight is at 11am."
+    assert restated_candidates(new, None, "s", [candidate(mine)])
+    assert not restated_candidates(new, None, "t", [candidate(mine)])
+    assert not restated_candidates(new, "Lea", "s", [candidate(f"Jin: {mine}")])
+    assert restated_candidates(new, "Jin", "s", [candidate(f"Jin: {mine}")])
+
+
+def test_another_speakers_value_is_a_disagreement_not_an_update() -> None:
+    old = candidate("Lea: The offsite venue is the Hilton.")
+    assert not restated_candidates("The offsite venue is the Marriott.", "Tom", "s", [old])
+
+
+@pytest.mark.parametrize(
+    ("new", "old", "old_type"),
+    [
+        ("The launch is on July 8.", "The launch was on July 1.", "fact"),  # history
+        ("The launch was on July 8.", "The launch is on July 1.", "fact"),
+        ("The launch is on July 8.", "The launch is on July 1.", "episode"),  # a story, no value
+        ("The launch is on July 8.", "Is the launch on July 1?", "fact"),  # a question
+    ],
+)
+def test_history_past_tense_questions_and_episodes_are_never_replaced(
+    new: str, old: str, old_type: str
+) -> None:
+    assert not restated_candidates(new, None, "s", [candidate(old, old_type)])
+
+
+def structured_links(new: str, old: str) -> list[Link]:
+    old_event = EventToStructure("evt_0", "s", 1, "h" * 64, "message", old, EARLIER)
+    olds = [
+        CandidateMemory(f"mem_old{i}", d.type, d.content, EARLIER, "s", d.subject)
+        for i, d in enumerate(RuleStructurer().structure(old_event, lambda _query: []))
+    ]
+
+    def search(query: str) -> Sequence[CandidateMemory]:
+        return [c for c in olds if set(query_terms(query)) & set(analyze(c.content))]
+
+    event = EventToStructure("evt_1", "s", 2, "h" * 64, "message", new, AT)
+    drafts: list[MemoryDraft] = RuleStructurer().structure(event, search)
+    return [link for draft in drafts for link in draft.links]
+
+
+def test_the_structurer_links_an_update_stated_without_a_change_word() -> None:
+    found = structured_links(
+        "Headcount for the data team: 15. Hiring closes Friday.", "The data team headcount is 12."
+    )
+    assert [(link.kind, link.memory_id) for link in found] == [("supersedes", "mem_old0")]
+
+
+def test_a_change_naming_an_old_value_no_memory_holds_links_nothing() -> None:
+    # "from July 10" names a value the stored memory does not hold: the change is about
+    # something else, and the restatement reading must not link it either.
+    assert (
+        structured_links("Move the release target from July 10 to July 17.", "The release target is July 13.")
+        == []
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "kinds"),
+    [
+        ("When is the Q3 review?", {"date", "time"}),
+        ("Who owns the billing migration?", {"name"}),
+        ("How much does the Pro plan cost?", {"number", "amount"}),
+        ("What is Dana's phone number?", {"phone"}),
+        ("What is the support email?", {"email"}),
+        ("When did we ship the beta?", set()),  # an event in the past, not a current value
+        ("What does Sam like?", set()),
+    ],
+)
+def test_a_question_about_a_current_value_names_the_kind_of_its_answer(
+    question: str, kinds: set[str]
+) -> None:
+    assert asked_kinds(question) == kinds
+
+
+def ranked(memory_id: str, text: str, valid_from_ms: int, memory_type: str = "fact") -> Ranked:
+    return Ranked(memory_id, 1.0, frozenset(analyze(text)), text, valid_from_ms, memory_type)
+
+
+def test_recall_drops_the_older_of_two_memories_that_answer_a_current_question_differently() -> None:
+    older = ranked("old", "Runbook review for the DR drill: Hassan.", 1)
+    newer = ranked("new", "Mei takes the DR drill runbook review.", 2)
+    assert outdated([older, newer], "Who does the DR drill runbook review?") == {"old": "new"}
+    # Without a question about a current value, the two are not compared that way.
+    assert outdated([older, newer], "What happened at the DR drill?") == {}
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "question"),
+    [
+        (
+            "Acme's renewal is due on March 1.",
+            "Globex's renewal is due on March 8.",
+            "When is Acme's renewal due?",
+        ),
+        ("The demo is at 4pm.", "The demo prep is at 2pm.", "When is the demo?"),
+        ("Dana: My flight is at 9am.", "Leo: My flight is at 11am.", "When is my flight?"),
+        ("The launch was on July 1.", "The launch is on July 8.", "When is the launch?"),
+    ],
+)
+def test_recall_keeps_answers_about_other_subjects_speakers_or_the_past(
+    first: str, second: str, question: str
+) -> None:
+    assert outdated([ranked("a", first, 1), ranked("b", second, 2)], question) == {}
+
+
+def test_only_value_holding_memory_types_are_compared_by_question() -> None:
+    older = ranked("old", "Runbook review for the DR drill: Hassan.", 1, "episode")
+    newer = ranked("new", "Mei takes the DR drill runbook review.", 2)
+    assert outdated([older, newer], "Who does the DR drill runbook review?") == {}
+
+
+def test_the_question_topic_leaves_out_question_words() -> None:
+    assert question_topic("When is the Q3 review?") == frozenset(analyze("Q3 review"))
+
+
+def test_a_fact_without_any_value_costs_no_search() -> None:
+    searched: list[str] = []
+
+    def search(query: str) -> Sequence[CandidateMemory]:
+        searched.append(query)
+        return []
+
+    event = EventToStructure(
+        "evt_1", "s", 2, "h" * 64, "message", "the staging cluster uses spot instances.", AT
+    )
+    drafts = RuleStructurer().structure(event, search)
+    assert [draft.type for draft in drafts] == ["fact"]
+    assert searched == []
+
+
+def test_attachment_captions_state_no_value() -> None:
+    # LoCoMo: two photos of turtles, months apart, are two photos, not an update of a count.
+    old = candidate("Nate: [attachment: a photography of three turtles sitting on rocks in a pond]")
+    new = "[attachment: a photography of two turtles sitting on a rock in a pond]"
+    assert not restated_candidates(new, "Nate", "s", [old])
