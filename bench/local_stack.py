@@ -29,7 +29,7 @@ outside, over HTTP, with ``KaiboClient``:
    ``CorpusWorld`` and ``Seeder``) and ``size`` events (``bench/remember.py``'s ``Seeder``, the
    real chained items) are written straight into its moto backend, and the folder is compacted
    into one snapshot (timed: the stack compacts the same way, holding the DynamoDB lock, after
-   every run of the purge schedule). The seeded memories are provisional and cite made-up
+   every run of the purge schedule that erased anything). The seeded memories are provisional and cite made-up
    events, not the seeded ones; no structuring job exists for either. Then the stack is started
    on that folder (**start time** with the data), **recall** p50/p95 is measured with
    ``recall_cost.py``'s questions (its 50 needles and organic questions, which hit the seeded
@@ -689,7 +689,7 @@ def report_seeded(report: Report, rows: Sequence[SeededRow]) -> None:
         f"ones), one client, budget 300, a writer appending about 5/s meanwhile; appends: {APPEND_CLIENTS} "
         "clients, one message per request, structuring running; disk: the folder after seeding. One "
         "compaction: the folder rewritten as one snapshot, as the stack does at start after writes and "
-        "after every run of the purge schedule (every 5 minutes), holding the DynamoDB lock meanwhile."
+        "after every run of the purge schedule that erased anything, holding the DynamoDB lock meanwhile."
     )
 
 
