@@ -1,6 +1,7 @@
-"""Updates without a change word (#15 item 2): a later statement that restates an earlier one with
-one value replaced supersedes it; recall's safety net drops the older of two memories that answer
-a question about a current value differently (#15 item 3).
+"""Updates without a change word and tasks reported done in other words (#15 item 2): a later
+statement that restates an earlier one with one value replaced supersedes it, a report that says
+most of an open task with a completion closes it; recall's safety net drops the older of two
+memories that answer a question about a current value differently (#15 item 3).
 
 docs/structuring-rules.md, "Restated with a new value" and "Recall's safety net".
 """
@@ -14,6 +15,7 @@ import pytest
 from kaibo_core.core.recall.answer_slots import asked_kinds, question_topic
 from kaibo_core.core.recall.conflicts import outdated
 from kaibo_core.core.recall.selection import Ranked
+from kaibo_core.core.structuring.completed import closed_tasks, reports_completion
 from kaibo_core.core.structuring.drafts import CandidateMemory, EventToStructure, Link, MemoryDraft
 from kaibo_core.core.structuring.restated import read, replaces_value, restated_candidates
 from kaibo_core.core.structuring.rules import RuleStructurer
@@ -205,3 +207,53 @@ def test_attachment_captions_state_no_value() -> None:
     old = candidate("Nate: [attachment: a photography of three turtles sitting on rocks in a pond]")
     new = "[attachment: a photography of two turtles sitting on a rock in a pond]"
     assert not restated_candidates(new, "Nate", "s", [old])
+
+
+def task(content: str) -> CandidateMemory:
+    return CandidateMemory("mem_task", "task", content, EARLIER, "s")
+
+
+@pytest.mark.parametrize(
+    ("open_task", "report"),
+    [
+        (
+            "TODO: export the March invoices and send them to the accountant.",
+            "Done with the invoice export, sent it over.",
+        ),
+        ("Open item: rotate the Stripe API keys.", "Stripe API keys rotated this morning."),
+        ("Need to renew Leo's passport before the summer trip.", "Leo's passport renewal is done."),
+        ("We still have to file the 1099s for the contractors.", "1099s filed for all contractors."),
+    ],
+)
+def test_a_task_reported_done_in_words_of_its_own_is_closed(open_task: str, report: str) -> None:
+    assert closed_tasks(report, None, [task(open_task)])
+
+
+@pytest.mark.parametrize(
+    ("open_task", "report", "speaker"),
+    [
+        ("Rotate the Stripe API keys.", "We need to rotate the Stripe API keys soon.", None),  # still to do
+        ("Rotate the Stripe API keys.", "Did anyone rotate the Stripe API keys?", None),  # a question
+        ("Rotate the Stripe API keys.", "The AWS keys were rotated.", None),  # another thing
+        ("Tim: I'll make sure to book the trip.", "We booked the trip.", "John"),  # another speaker's task
+        ("Export the March invoices.", "Exported the holiday photos.", None),  # too little in common
+    ],
+)
+def test_plans_questions_other_things_and_other_speakers_tasks_close_nothing(
+    open_task: str, report: str, speaker: str | None
+) -> None:
+    assert not closed_tasks(report, speaker, [task(open_task)])
+
+
+def test_a_long_narrative_in_the_past_costs_no_search() -> None:
+    narrative = "We played a top team last weekend and it was tough, but we fought hard and won the game."
+    assert not reports_completion(narrative)
+    assert reports_completion("Stripe keys rotated.")
+    assert reports_completion("Done with the invoice export.")
+
+
+def test_the_structurer_closes_an_open_task_reported_done_in_other_words() -> None:
+    found = structured_links(
+        "Stripe API keys rotated this morning, old ones revoked.", "Need to rotate the Stripe API keys."
+    )
+    assert [(link.kind, link.memory_id) for link in found] == [("supersedes", "mem_old0")]

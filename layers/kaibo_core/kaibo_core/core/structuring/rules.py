@@ -8,6 +8,7 @@ non-empty text yields at least one draft, so nothing drops out of recall.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Final
@@ -23,6 +24,7 @@ from kaibo_core.core.structuring.classify import (
     classify,
     subject_of,
 )
+from kaibo_core.core.structuring.completed import closed_tasks, reports_completion
 from kaibo_core.core.structuring.dates import local_date, resolve_dates
 from kaibo_core.core.structuring.drafts import (
     MAX_DRAFTS_PER_EVENT,
@@ -126,6 +128,7 @@ class RuleStructurer:
         today = local_date(event.occurred_at, event.time_zone)
         split = split_statements(text)
         plan.occurred_at = event.occurred_at
+        search = _searched_once(search)
         for statement in split.statements:
             if plan.full:
                 break
@@ -145,6 +148,8 @@ class RuleStructurer:
         if classification is None:
             return
         change = detect_change(statement)
+        if change is None and self._task_closed(event, statement, today, search, plan):
+            return
         if change is None and classification.type == "episode":
             plan.episodes.append(
                 (statement, resolve_dates(statement.text, today).text, classification.confidence)
@@ -162,6 +167,12 @@ class RuleStructurer:
             )
             return
         retired = self._retired(change, search, today, content, plan)
+        if (
+            not retired
+            and change.kind == "task_done"
+            and self._task_closed(event, statement, today, search, plan)
+        ):
+            return
         main_type, confidence = _change_type(change, classification)
         fact_text = rewritten_fact(change, retired, today)
         links = plan.links_for(change.link, [candidate.memory_id for candidate in retired])
@@ -193,6 +204,28 @@ class RuleStructurer:
         return accepted_candidates(change, candidates, today, content)
 
     @staticmethod
+    def _task_closed(
+        event: EventToStructure, statement: Statement, today: date, search: CandidateSearch, plan: _Plan
+    ) -> bool:
+        """A statement that reports an open task done in words of its own (``completed``): one
+        episode closing it. False (nothing drafted) when it closes none."""
+        if len(plan.linked) >= MAX_LINKS_PER_EVENT or statement.guarded or not statement.parseable:
+            return False
+        if not reports_completion(statement.text):
+            return False  # no completion word, no short report in the past: no search
+        candidates = [c for c in search(statement.text) if c.memory_id not in plan.linked]
+        closed = closed_tasks(statement.text, statement.speaker, candidates)
+        links = plan.links_for("supersedes", [task.memory_id for task in closed])
+        if not links:
+            return False
+        plan.flush_episodes()
+        content = resolve_dates(_with_speaker(statement), today).text
+        plan.drafts.append(
+            MemoryDraft("episode", content, event.occurred_at, TASK_DONE_CONFIDENCE, None, links)
+        )
+        return True
+
+    @staticmethod
     def _restated(
         event: EventToStructure, statement: Statement, today: date, search: CandidateSearch, plan: _Plan
     ) -> tuple[Link, ...]:
@@ -208,6 +241,19 @@ class RuleStructurer:
         candidates = [c for c in search(statement.text) if c.memory_id not in plan.linked]
         found = restated_candidates(text, statement.speaker, event.stream, candidates)
         return plan.links_for("supersedes", [candidate.memory_id for candidate in found])
+
+
+def _searched_once(search: CandidateSearch) -> CandidateSearch:
+    """``search`` answering a query it already answered for this event from memory: a statement
+    is searched with its own text by both the completion and the restatement readings."""
+    answers: dict[str, Sequence[CandidateMemory]] = {}
+
+    def remembered(query: str) -> Sequence[CandidateMemory]:
+        if query not in answers:
+            answers[query] = search(query)
+        return answers[query]
+
+    return remembered
 
 
 def _with_speaker(statement: Statement) -> str:
