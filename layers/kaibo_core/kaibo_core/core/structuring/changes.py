@@ -180,7 +180,8 @@ _DONE_VERB_FIRST: Final = _compile(
     rf"|gave|found|sold|ran|set\s+up|signed|met)\s+{_DET}{_OBJ}{_END}"
 )
 #: The present of irregular pasts ("Bought the tickets" closes "buy the tickets").
-_IRREGULAR: Final[dict[str, str]] = {
+#: Past forms that do not end in -ed, to their verb (also read by ``completed``).
+IRREGULAR_PASTS: Final[dict[str, str]] = {
     "bought": "buy", "built": "build", "made": "make", "wrote": "write", "written": "write", "sent": "send",
     "paid": "pay", "took": "take", "taken": "take", "gave": "give", "given": "give", "found": "find",
     "sold": "sell", "got": "get", "did": "do", "done": "do", "ran": "run", "met": "meet", "set up": "set",
@@ -764,7 +765,7 @@ def _closes_task(change: Change, candidate: CandidateMemory, content_terms: froz
     if candidate.type != "task":
         return False
     subject_terms = key_terms(change.subject or "")
-    verb = _IRREGULAR.get(change.verb.lower(), change.verb)
+    verb = IRREGULAR_PASTS.get(change.verb.lower(), change.verb)
     if verb and not key_terms(verb) <= content_terms:
         return False
     if _subject_fits(subject_terms, candidate, content_terms, False):

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
+from kaibo_core.core.structuring.changes import IRREGULAR_PASTS
 from kaibo_core.core.structuring.classify import statement_of_text
 from kaibo_core.core.structuring.drafts import CandidateMemory
 from kaibo_core.core.structuring.restated import is_attachment, read
@@ -45,12 +46,6 @@ _TASK_WORDS: Final = frozenset(
         "task reminder we i you us"
     )
 )
-#: Past forms that do not end in -ed, to their verb.
-_IRREGULAR_PAST: Final[dict[str, str]] = {
-    "bought": "buy", "built": "build", "made": "make", "wrote": "write", "written": "write", "sent": "send",
-    "paid": "pay", "took": "take", "taken": "take", "gave": "give", "given": "give", "found": "find",
-    "sold": "sell", "got": "get", "did": "do", "ran": "run", "met": "meet", "put": "put", "set": "set",
-}  # fmt: skip
 _PERSONS: Final = frozenset(["i", "we", "you", "he", "she", "they", "i'm", "we're", "we've", "i've", "it"])
 #: A completion without a completion word is a short report whose past form comes early.
 MAX_REPORT_WORDS: Final = 16
@@ -84,8 +79,8 @@ def reports_completion(text: str) -> bool:
 
 def _past(word: str) -> str | None:
     """The verb a past form says (``rotated`` → ``rotat``'s stem), or None."""
-    if word in _IRREGULAR_PAST:
-        return _IRREGULAR_PAST[word]
+    if word in IRREGULAR_PASTS:
+        return IRREGULAR_PASTS[word]
     if len(word) > 4 and word.endswith("ed"):
         return word
     return None
@@ -100,7 +95,7 @@ def _task_core(text: str) -> str:
 def _about(text: str) -> frozenset[str]:
     """What a statement is about: its stemmed words (past forms as their verb: "sent" is "send")
     and its names' and codes' words."""
-    words = _WORD.sub(lambda match: _IRREGULAR_PAST.get(match.group(0).lower(), match.group(0)), text)
+    words = _WORD.sub(lambda match: IRREGULAR_PASTS.get(match.group(0).lower(), match.group(0)), text)
     reading = read(words)
     values = " ".join(value for kind, value in reading.values if kind in {"name", "code"})
     return (reading.topic | frozenset(analyze(f"{reading.opening or ''} {values}"))) - _TASK_WORDS
