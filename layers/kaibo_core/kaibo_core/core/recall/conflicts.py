@@ -99,7 +99,7 @@ def _answers_otherwise(
         return False
     # The newer must say every question word the older says: "Acme's renewal" is not outdated
     # by "Globex's renewal" for a question about Acme.
-    new_words, old_words = topic & _words(new), topic & _words(old)
+    new_words, old_words = topic & new.words(), topic & old.words()
     if not old_words <= new_words or len(old_words) < MIN_QUESTION_SHARE * len(topic):
         return False
     # "The demo prep" does not outdate "the demo": a word of its own next to a question word.
@@ -114,12 +114,6 @@ def _answers(reading: Reading, kinds: frozenset[str], topic: frozenset[str]) -> 
     """The values of the kinds asked for that the question does not name itself ("Globex" in
     "Who is the contact for Globex?" is what the question is about, not an answer)."""
     return frozenset(v for k, v in reading.values if k in kinds and not frozenset(analyze(v)) & topic)
-
-
-def _words(reading: Reading) -> frozenset[str]:
-    """What a memory is about: its topic words, its opening word and its values' words."""
-    values = " ".join(value for _, value in reading.values)
-    return reading.topic | frozenset(analyze(f"{reading.opening or ''} {values}"))
 
 
 def without_outdated(ranked: Sequence[Ranked], question: str = "") -> tuple[list[Ranked], dict[str, str]]:

@@ -96,9 +96,7 @@ def _about(text: str) -> frozenset[str]:
     """What a statement is about: its stemmed words (past forms as their verb: "sent" is "send")
     and its names' and codes' words."""
     words = _WORD.sub(lambda match: IRREGULAR_PASTS.get(match.group(0).lower(), match.group(0)), text)
-    reading = read(words)
-    values = " ".join(value for kind, value in reading.values if kind in {"name", "code"})
-    return (reading.topic | frozenset(analyze(f"{reading.opening or ''} {values}"))) - _TASK_WORDS
+    return read(words).words({"name", "code"}) - _TASK_WORDS
 
 
 def closes(text: str, task: CandidateMemory, speaker: str | None = None) -> bool:

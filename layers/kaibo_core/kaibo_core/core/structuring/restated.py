@@ -20,7 +20,7 @@ history, "also") are checked by the caller's ``Statement`` flags before this run
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Final, Literal
@@ -135,6 +135,12 @@ class Reading:
     pairs: frozenset[tuple[str, str]] = frozenset()
     #: A capitalized first word ("Headcount", "Ana"): a name unless the other statement has it in lower case.
     opening: str | None = None
+
+    def words(self, kinds: Collection[str] | None = None) -> frozenset[str]:
+        """What the statement is about: its topic words, and the stemmed words of its opening and
+        of its values (those of ``kinds`` only, if given)."""
+        values = " ".join(value for kind, value in self.values if kinds is None or kind in kinds)
+        return self.topic | frozenset(analyze(f"{self.opening or ''} {values}"))
 
 
 def _normal(value: str) -> str:
