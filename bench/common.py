@@ -17,15 +17,17 @@ import secrets
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, Literal
 
 from kaibo_core.adapters.dynamodb_values import item_size
+from kaibo_core.core.semantic.scoring import SemanticParams
 
 if TYPE_CHECKING:
     from moto.dynamodb.models import DynamoDBBackend
     from mypy_boto3_dynamodb import DynamoDBClient
+
 
 #: moto's default account, and the region every benchmark runs in.
 MOTO_ACCOUNT: Final = "123456789012"
@@ -291,3 +293,19 @@ def local_tables() -> Iterator[LocalTables]:
         dynamodb_client.cache_clear()
         client = dynamodb_client()
         yield LocalTables(client, create_tables(client, load_template(), secrets.token_hex(4)))
+
+
+def semantic_params(overrides: Sequence[str]) -> SemanticParams | None:
+    """``SemanticParams`` with ``NAME=VALUE`` overrides (``--semantic-param``); None without any."""
+    if not overrides:
+        return None
+    types = {field.name: field.type for field in fields(SemanticParams)}
+    changes: dict[str, float | int] = {}
+    for override in overrides:
+        name, _, value = override.partition("=")
+        if name not in types:
+            raise SystemExit(
+                f"--semantic-param: no SemanticParams field {name!r} (fields: {', '.join(types)})"
+            )
+        changes[name] = int(value) if types[name] in {"int", int} else float(value)
+    return replace(SemanticParams(), **changes)  # type: ignore[arg-type]

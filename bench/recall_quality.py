@@ -63,7 +63,7 @@ sys.path[:0] = [p for p in (str(ROOT), str(ROOT / "local")) if p not in sys.path
 
 import snowballstemmer
 
-from bench.common import emulator_speedups, local_tables, machine, markdown_table, progress
+from bench.common import emulator_speedups, local_tables, machine, markdown_table, progress, semantic_params
 from kaibo_core.adapters.dynamodb_events import DynamoEventStore
 from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
 from kaibo_core.adapters.dynamodb_jobs import DynamoJobStore
@@ -80,8 +80,10 @@ from kaibo_core.core.structuring.rules import RuleStructurer
 from kaibo_core.core.tokens import count_tokens
 from kaibo_core.ports import MemoryReader, TermIndex
 from kaibo_core.runtime.embedded import RecordingQueue
+from kaibo_core.runtime.wiring import SEMANTIC_MODELS, build_semantic_channel
 from kaibo_core.services.recall import RecallParams, RecallService
 from kaibo_core.services.remember import RememberService
+from kaibo_core.services.semantic import SemanticChannel
 from kaibo_core.services.structuring import StructuringService, StructuringStats
 
 if TYPE_CHECKING:
@@ -270,11 +272,21 @@ class CachedIndex:
         self._last: tuple[tuple[object, ...], tuple[Sequence[TermRead], CorpusStats]] | None = None
 
     def read(
-        self, project: ProjectId, terms: Sequence[str], limit: int, history: bool
+        self,
+        project: ProjectId,
+        terms: Sequence[str],
+        limit: int,
+        history: bool,
+        *,
+        cells: Sequence[str] = (),
+        cell_limit: int = 0,
     ) -> tuple[Sequence[TermRead], CorpusStats]:
-        key = (project, tuple(terms), limit, history)
+        key = (project, tuple(terms), limit, history, tuple(cells), cell_limit)
         if self._last is None or self._last[0] != key:
-            self._last = (key, self._index.read(project, terms, limit, history))
+            self._last = (
+                key,
+                self._index.read(project, terms, limit, history, cells=cells, cell_limit=cell_limit),
+            )
         return self._last[1]
 
 
@@ -309,9 +321,15 @@ class Kaibo:
     """Remember and recall through the services, against tables in the running emulator."""
 
     def __init__(
-        self, client: DynamoDBClient, tables: dict[str, str], cache_reads: bool, structured: bool = False
+        self,
+        client: DynamoDBClient,
+        tables: dict[str, str],
+        cache_reads: bool,
+        structured: bool = False,
+        semantic: SemanticChannel | None = None,
     ) -> None:
         self.project = ProjectId(project_id())
+        self.semantic = semantic
         memories = DynamoMemoryStore(client, tables["MemoriesTable"], tables["TermIndexTable"])
         self.structured = structured
         self._jobs: DynamoJobStore | None = None
@@ -322,20 +340,25 @@ class Kaibo:
             self._events = DynamoEventStore(
                 client, tables["EventsTable"], tables["IdempotencyTable"], jobs=self._jobs
             )
-            self._remember = RememberService(self._events, memories=memories, jobs=self._queue)
+            self._remember = RememberService(
+                self._events, memories=memories, jobs=self._queue, semantic=semantic
+            )
             self._structuring = StructuringService(
                 self._events,
                 DynamoStructuringStore(client, tables["MemoriesTable"], tables["TermIndexTable"]),
                 DynamoTermIndex(client, tables["TermIndexTable"]),
                 RuleStructurer(),
+                semantic=semantic,
             )
         else:
             self._remember = RememberService(
-                DynamoEventStore(client, tables["EventsTable"], tables["IdempotencyTable"]), memories=memories
+                DynamoEventStore(client, tables["EventsTable"], tables["IdempotencyTable"]),
+                memories=memories,
+                semantic=semantic,
             )
         index = DynamoTermIndex(client, tables["TermIndexTable"])
-        self._index: TermIndex = CachedIndex(index) if cache_reads else index
-        self._memories: MemoryReader = CachedMemories(memories) if cache_reads else memories
+        self.index: TermIndex = CachedIndex(index) if cache_reads else index
+        self.memories: MemoryReader = CachedMemories(memories) if cache_reads else memories
         #: event id -> turn key
         self.turn_of_event: dict[str, str] = {}
         self.index_failures = 0
@@ -371,8 +394,11 @@ class Kaibo:
             raise RuntimeError(f"{len(unfinished)} jobs not done after structuring: {unfinished[:3]}")
         return time.perf_counter() - started
 
-    def service(self, params: RecallParams) -> RecallService:
-        return RecallService(self._index, self._memories, params=params)
+    def service(self, params: RecallParams, meaning: bool = True) -> RecallService:
+        """Recall over this run's tables; ``meaning=False``: words only, even with a model."""
+        return RecallService(
+            self.index, self.memories, params=params, semantic=self.semantic if meaning else None
+        )
 
     def remember_session(self, stream: str, turns: Sequence[Turn]) -> None:
         for start in range(0, len(turns), MAX_EVENTS_PER_BATCH):
@@ -830,6 +856,19 @@ def argument_parser() -> argparse.ArgumentParser:
         "memories instead of provisional ones",
     )
     parser.add_argument(
+        "--semantic",
+        choices=["off", *SEMANTIC_MODELS],
+        default="off",
+        help="recall by meaning with this model (docs/recall.md); off: words only (default)",
+    )
+    parser.add_argument(
+        "--semantic-param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a SemanticParams field (experiments on tuning sets; frozen values by default)",
+    )
+    parser.add_argument(
         "--postings-per-term",
         type=int,
         default=None,
@@ -877,11 +916,12 @@ def run_kaibo(
     *,
     cache_reads: bool,
     structured: bool,
+    semantic: SemanticChannel | None = None,
 ) -> KaiboRun:
     """Remember every turn (and structure, with ``structured``), then recall every question with
     ``params`` and with the same but ``strategy="fill"``, against the emulator in this process."""
     with local_tables() as local:
-        kaibo = Kaibo(local.client, local.tables, cache_reads, structured)
+        kaibo = Kaibo(local.client, local.tables, cache_reads, structured, semantic)
         loaded = time.perf_counter()
         for done, (conversation, _number, turns) in enumerate(data.sessions, start=1):
             kaibo.remember_session(conversation, turns)
@@ -930,7 +970,12 @@ def report_lines(run: Evaluation) -> list[str]:
         + ".",
         f"Machine: {machine(*PACKAGES)}.",
         f"Kaibo: one project, stream = conversation, RecallParams() = {run.params!r}; "
-        "'Kaibo fill' = the same with strategy='fill'.",
+        "'Kaibo fill' = the same with strategy='fill'. Recall by meaning: "
+        + (
+            "off (words only)."
+            if run.kaibo.semantic is None
+            else f"{run.kaibo.semantic.version}, {run.kaibo.semantic.params!r}."
+        ),
         f"BM25 reference: bm25s {BM25S_VERSION}, method={BM25_METHOD!r}, k1={BM25_K1}, b={BM25_B}, "
         f"tokens {BM25_TOKEN_PATTERN!r} lower-cased, bm25s' English stopwords, Snowball English stems; "
         "ONE index over all five conversations' turns (as Kaibo's one project); documents 'speaker: text' "
@@ -1030,8 +1075,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.postings_per_term is not None:
         params = replace(params, postings_per_term=args.postings_per_term)
     cache_reads = not args.no_read_cache
+    semantic = build_semantic_channel(args.semantic, semantic_params(args.semantic_param))
     kaibo_run = run_kaibo(
-        data, questions, budgets, params, cache_reads=cache_reads, structured=args.structured
+        data,
+        questions,
+        budgets,
+        params,
+        cache_reads=cache_reads,
+        structured=args.structured,
+        semantic=semantic,
     )
     answers = with_reference(questions, kaibo_run.answers, bm25, budgets)
     results = {

@@ -1196,10 +1196,17 @@ class PhasedTermIndex(DynamoTermIndex):
     phases: Phases
 
     def read(
-        self, project: ProjectId, terms: Sequence[str], limit: int, history: bool
+        self,
+        project: ProjectId,
+        terms: Sequence[str],
+        limit: int,
+        history: bool,
+        *,
+        cells: Sequence[str] = (),
+        cell_limit: int = 0,
     ) -> tuple[list[TermRead], CorpusStats]:
         with self.phases("search"):
-            return super().read(project, terms, limit, history)
+            return super().read(project, terms, limit, history, cells=cells, cell_limit=cell_limit)
 
 
 class PhasedJobStore(DynamoJobStore):

@@ -14,6 +14,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
     from kaibo_core.core.api_keys import IssuedKey
     from kaibo_core.core.ledger import LedgerEntry
     from kaibo_core.core.models.events import EventRecord, StreamHead
@@ -131,9 +134,24 @@ class MemoryReader(Protocol):
     def get_many(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, MemoryRecord]: ...
 
 
+class Embedder(Protocol):
+    """A text model: unit-length vectors, one row per text (recall by meaning)."""
+
+    version: str
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]: ...
+
+
 class TermIndex(Protocol):
     def read(
-        self, project: ProjectId, terms: Sequence[str], limit: int, history: bool
+        self,
+        project: ProjectId,
+        terms: Sequence[str],
+        limit: int,
+        history: bool,
+        *,
+        cells: Sequence[str] = (),
+        cell_limit: int = 0,
     ) -> tuple[Sequence[TermRead], CorpusStats]: ...
 
 

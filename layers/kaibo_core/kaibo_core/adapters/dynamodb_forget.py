@@ -29,7 +29,7 @@ from kaibo_core.adapters.dynamodb_structuring import DynamoStructuringStore
 from kaibo_core.adapters.dynamodb_values import key, n, s
 from kaibo_core.core import storage_keys
 from kaibo_core.core.forgetting import FORGOTTEN
-from kaibo_core.core.indexing import DF_SHARDS, TermEntry, memory_terms, plan_index, shard_of
+from kaibo_core.core.indexing import DF_SHARDS, TermEntry, memory_plan, shard_of
 from kaibo_core.core.models.memories import MemoryRecord
 from kaibo_core.core.storage_keys import ProjectId
 
@@ -147,7 +147,7 @@ class DynamoForgetStore(DynamoStructuringStore):
         project = ProjectId(memory.project_id)
         if self._already_unindexed(project, memory.id):
             return  # a replaced provisional memory, or a retry: one read instead of failed transactions
-        plan = plan_index(memory.id, memory_terms(memory))
+        plan = memory_plan(memory)
         chunks = plan.chunks()
         for number, chunk in enumerate(chunks):
             last = number == len(chunks) - 1
@@ -223,14 +223,16 @@ class DynamoForgetStore(DynamoStructuringStore):
         project = ProjectId(memory.project_id)
         if memory.content is not None:
             self.remove_from_index(memory)
-            plan = plan_index(memory.id, memory_terms(memory))
+            plan = memory_plan(memory)
             for entry in plan.entries:
                 self._delete_if_zero(storage_keys.doc_freq_key(project, entry.term, plan.df_shard))
         try:
             self._client.update_item(
                 TableName=self._memories,
                 Key=key(storage_keys.memory_key(project, memory.id)),
-                UpdateExpression="SET #status = :purged, purgedAt = :at REMOVE content, #plan, subject, tags",
+                UpdateExpression=(
+                    "SET #status = :purged, purgedAt = :at REMOVE content, #plan, subject, tags, sem"
+                ),
                 ConditionExpression="#status IN (:tombstoned, :purged)",
                 ExpressionAttributeNames={"#status": "status", "#plan": "plan"},
                 ExpressionAttributeValues={

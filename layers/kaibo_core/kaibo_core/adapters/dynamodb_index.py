@@ -48,22 +48,31 @@ class DynamoTermIndex:
         self._corpus_cache: dict[ProjectId, tuple[float, CorpusStats]] = {}
 
     def read(
-        self, project: ProjectId, terms: Sequence[str], limit: int, history: bool
+        self,
+        project: ProjectId,
+        terms: Sequence[str],
+        limit: int,
+        history: bool,
+        *,
+        cells: Sequence[str] = (),
+        cell_limit: int = 0,
     ) -> tuple[list[TermRead], CorpusStats]:
-        """Each term's postings (current side, and history when asked) and df; the corpus stats."""
+        """Each term's postings (current side, and history when asked) and df, then each cell
+        term's (recall by meaning: at most ``cell_limit`` each); the corpus stats. One wave."""
         cached = self._corpus_cache.get(project)
         fresh = cached is not None and self._clock() - cached[0] < CORPUS_STATS_TTL_SECONDS
-        requests = [self._postings_request(project, "c", term, limit) for term in terms]
+        wanted = [(term, limit) for term in terms] + [(cell, cell_limit) for cell in cells]
+        requests = [self._postings_request(project, "c", term, bound) for term, bound in wanted]
         if history:
-            requests += [self._postings_request(project, "h", term, limit) for term in terms]
+            requests += [self._postings_request(project, "h", term, bound) for term, bound in wanted]
         if not fresh:
             requests.append(self._corpus_request(project))
         responses = self._query_all(requests)
         reads: list[TermRead] = []
-        for number, term in enumerate(terms):
-            postings, doc_freq, truncated = _postings(responses[number], limit)
+        for number, (term, bound) in enumerate(wanted):
+            postings, doc_freq, truncated = _postings(responses[number], bound)
             if history:
-                old, _, old_truncated = _postings(responses[len(terms) + number], limit)
+                old, _, old_truncated = _postings(responses[len(wanted) + number], bound)
                 postings = postings + old
                 truncated = truncated or old_truncated
             reads.append(TermRead(term, postings, doc_freq, truncated))
@@ -91,7 +100,7 @@ class DynamoTermIndex:
             "ExpressionAttributeValues": {":pk": s(storage_keys.postings_pk(project, side, term))},
             "ScanIndexForward": False,
             "Limit": limit + (DF_SHARDS if side == "c" else 0),
-            "ProjectionExpression": "sk, p, df",  # not pk: the same in every item
+            "ProjectionExpression": "sk, p, df, v",  # not pk: the same in every item
             "ConsistentRead": True,  # a memory remembered a moment ago is found
         }
 
@@ -114,7 +123,9 @@ def _postings(response: Mapping[str, Any], limit: int) -> tuple[list[Posting], i
         if sort_key.startswith(df_prefix):
             doc_freq += int(item["df"]["N"])
         else:  # sk = <impact key>#<memory id>
-            postings.append(decode_posting(sort_key.split("#", 1)[1], item["p"]["S"]))
+            posting = decode_posting(sort_key.split("#", 1)[1], item["p"]["S"])
+            vector = item.get("v")
+            postings.append(posting if vector is None else posting._replace(vector=vector["S"]))
     return postings[:limit], doc_freq, len(postings) > limit or "LastEvaluatedKey" in response
 
 

@@ -37,13 +37,13 @@ from kaibo_core.core.indexing import (
     IndexPlan,
     TermEntry,
     encode_posting,
+    memory_plan,
     memory_side,
-    memory_terms,
-    plan_index,
     posting_of,
     shard_of,
 )
 from kaibo_core.core.models.memories import MemoryRecord, SourceEventRef
+from kaibo_core.core.semantic.placement import decode_placement, encode_placement
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.text import PIPELINE_VERSION
 
@@ -95,6 +95,8 @@ def memory_item(memory: MemoryRecord, dl: int) -> Item:
         item["replaces"] = s(memory.replaces)
     if memory.becomes is not None:
         item["becomes"] = s(memory.becomes)
+    if memory.semantic is not None:
+        item["sem"] = s(encode_placement(memory.semantic))
     return item
 
 
@@ -126,14 +128,19 @@ def memory_from_item(project: ProjectId, item: dict[str, Any]) -> MemoryRecord:
         tags=string_list(item.get("tags")),
         replaces=item["replaces"]["S"] if "replaces" in item else None,
         becomes=item["becomes"]["S"] if "becomes" in item else None,
+        semantic=decode_placement(item["sem"]["S"]) if "sem" in item else None,
     )
 
 
 def posting_item(project: ProjectId, memory: MemoryRecord, side: str, entry: TermEntry, dl: int) -> Item:
-    return {
+    posting = posting_of(memory, entry, dl)
+    item: Item = {
         **key(storage_keys.posting_key(project, side, entry.term, entry.impact, memory.id)),
-        "p": s(encode_posting(posting_of(memory, entry, dl))),
+        "p": s(encode_posting(posting)),
     }
+    if posting.vector is not None:  # a cell's posting: recall's cosine needs no memory item
+        item["v"] = s(posting.vector)
+    return item
 
 
 def conflict_backoff(attempt: int) -> float:
@@ -169,7 +176,7 @@ class DynamoMemoryStore:
         if side is None:
             raise ValueError(f"a {memory.status} memory is not indexed")
         project = ProjectId(memory.project_id)
-        plan = plan_index(memory.id, memory_terms(memory))
+        plan = memory_plan(memory)
         chunks = plan.chunks()
         for number, chunk in enumerate(chunks):
             actions = [a for entry in chunk for a in self._term_actions(project, memory, side, entry, plan)]

@@ -28,7 +28,7 @@ from botocore.exceptions import ClientError
 from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore, conflict_backoff, posting_item
 from kaibo_core.adapters.dynamodb_values import key, n, s, strings
 from kaibo_core.core import storage_keys
-from kaibo_core.core.indexing import TermEntry, memory_terms, plan_index
+from kaibo_core.core.indexing import TermEntry, memory_plan
 from kaibo_core.core.models.memories import MemoryRecord
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.structuring.plan import CommitOutcome, StructuringCommit, require_staged
@@ -252,7 +252,7 @@ class DynamoStructuringStore(DynamoMemoryStore):
     def unindex(self, memory: MemoryRecord) -> None:
         """Remove a (replaced) memory's current-side postings and its counts, exactly once."""
         project = ProjectId(memory.project_id)
-        plan = plan_index(memory.id, memory_terms(memory))
+        plan = memory_plan(memory)
         chunks = plan.chunks()
         for number, chunk in enumerate(chunks):
             actions: list[TransactWriteItemTypeDef] = []
@@ -286,7 +286,7 @@ class DynamoStructuringStore(DynamoMemoryStore):
         """Move a retired memory's postings from the current to the history side, with its new
         status and ``validTo`` in them (no counts change: it is still one indexed memory)."""
         project = ProjectId(memory.project_id)
-        plan = plan_index(memory.id, memory_terms(memory))
+        plan = memory_plan(memory)
         for chunk in plan.chunks():
             actions: list[TransactWriteItemTypeDef] = []
             for entry in chunk:

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from kaibo_core.core.indexing import memory_side, memory_terms, plan_index, posting_of
+from kaibo_core.core.indexing import memory_plan, memory_side, posting_of
 from kaibo_core.core.models.memories import CorpusStats, MemoryRecord, Posting, TermRead
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.structuring.plan import CommitOutcome, StructuringCommit, require_staged
@@ -34,7 +34,7 @@ class InMemoryMemoryStore:
         side = memory_side(memory)
         if side is None:
             raise ValueError(f"a {memory.status} memory is not indexed")
-        plan = plan_index(memory.id, memory_terms(memory))
+        plan = memory_plan(memory)
         with self._lock:
             if (memory.project_id, memory.id) in self.memories:
                 return False
@@ -148,7 +148,7 @@ class InMemoryMemoryStore:
                     self.memories[(project, memory_id)] = replace(memory, status="tombstoned")
 
     def unindex(self, memory: MemoryRecord) -> None:
-        plan = plan_index(memory.id, memory_terms(memory))
+        plan = memory_plan(memory)
         project = memory.project_id
         with self._lock:
             removed = False
@@ -161,7 +161,7 @@ class InMemoryMemoryStore:
                 self.corpus[project] = CorpusStats(stats.docs - 1, stats.terms - plan.dl)
 
     def move_to_history(self, memory: MemoryRecord) -> None:
-        plan = plan_index(memory.id, memory_terms(memory))
+        plan = memory_plan(memory)
         with self._lock:
             for entry in plan.entries:
                 current = self.postings.get((memory.project_id, "c", entry.term), {})
@@ -172,17 +172,24 @@ class InMemoryMemoryStore:
                     )
 
     def read(
-        self, project: ProjectId, terms: Sequence[str], limit: int, history: bool
+        self,
+        project: ProjectId,
+        terms: Sequence[str],
+        limit: int,
+        history: bool,
+        *,
+        cells: Sequence[str] = (),
+        cell_limit: int = 0,
     ) -> tuple[list[TermRead], CorpusStats]:
         with self._lock:
             reads = []
-            for term in terms:
+            for term, bound in [(term, limit) for term in terms] + [(cell, cell_limit) for cell in cells]:
                 postings: list[Posting] = []
                 truncated = False
                 for side in ("c", "h") if history else ("c",):
                     entries = self.postings.get((project, side, term), {})
                     ordered = sorted(entries.items(), key=lambda kv: (kv[1][0], kv[0]), reverse=True)
-                    postings.extend(posting for _, (_, posting) in ordered[:limit])
-                    truncated = truncated or len(ordered) > limit
+                    postings.extend(posting for _, (_, posting) in ordered[:bound])
+                    truncated = truncated or len(ordered) > bound
                 reads.append(TermRead(term, postings, self.doc_freqs.get((project, term), 0), truncated))
             return reads, self.corpus.get(project, CorpusStats(0, 0))

@@ -31,8 +31,10 @@ from kaibo_core.core.models.memories import (
     STAGED,
     MemoryRecord,
     Posting,
+    SemanticPlacement,
 )
 from kaibo_core.core.ranking import DEFAULT_PARAMS, Bm25Params
+from kaibo_core.core.semantic.placement import cell_term, is_cell_term
 from kaibo_core.core.text import analyze, time_terms
 
 #: The memory length (in terms) the impact order assumes; near the typical memory.
@@ -125,15 +127,30 @@ def posting_of(memory: MemoryRecord, entry: TermEntry, dl: int) -> Posting:
         stream=memory.stream,
         type=memory.type,
         status=status,
+        vector=memory.semantic.vector if memory.semantic is not None and is_cell_term(entry.term) else None,
     )
 
 
-def plan_index(memory_id: str, terms: Sequence[str]) -> IndexPlan:
+def memory_plan(memory: MemoryRecord) -> IndexPlan:
+    """What indexing ``memory`` writes: its terms' postings and, placed by a model, its cells'."""
+    return plan_index(memory.id, memory_terms(memory), cell_entries(memory.semantic))
+
+
+def cell_entries(placement: SemanticPlacement | None) -> tuple[TermEntry, ...]:
+    """A placed memory's cells as entries of its plan (kaibo_core.core.semantic.placement): they
+    are not words of its text, so they count in no length."""
+    if placement is None:
+        return ()
+    return tuple(TermEntry(cell_term(placement.version, cell), 1, rank) for cell, rank in placement.cells)
+
+
+def plan_index(memory_id: str, terms: Sequence[str], cells: Sequence[TermEntry] = ()) -> IndexPlan:
     if isinstance(terms, str):
         raise TypeError("plan_index takes a memory's terms (memory_terms), not its text")
     counts = Counter(terms)
     dl = len(terms)
-    entries = tuple(TermEntry(term, tf, impact(tf, dl)) for term, tf in sorted(counts.items()))
+    words = [TermEntry(term, tf, impact(tf, dl)) for term, tf in counts.items()]
+    entries = tuple(sorted([*words, *cells], key=lambda entry: entry.term))
     return IndexPlan(
         memory_id=memory_id,
         dl=dl,

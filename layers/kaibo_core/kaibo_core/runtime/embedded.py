@@ -25,6 +25,7 @@ from kaibo_core.ports import Structurer
 from kaibo_core.services.memories import MemoriesService
 from kaibo_core.services.recall import RecallParams, RecallService
 from kaibo_core.services.remember import RememberService
+from kaibo_core.services.semantic import SemanticChannel
 from kaibo_core.services.structuring import StructuringService, StructuringStats
 
 
@@ -43,6 +44,7 @@ class EmbeddedKaibo:
         clock: Clock = utc_now,
         recall_params: RecallParams | None = None,
         project_time_zones: dict[str, str] | None = None,
+        semantic: SemanticChannel | None = None,
     ) -> None:
         self.events = InMemoryEventStore()
         self.memories = InMemoryMemoryStore()
@@ -50,7 +52,12 @@ class EmbeddedKaibo:
         self.queue = RecordingQueue()
         self.clock = clock
         self.remember_service = RememberService(
-            self.events, self.memories, jobs=self.queue, clock=self._now, sleep=lambda _: None
+            self.events,
+            self.memories,
+            jobs=self.queue,
+            clock=self._now,
+            sleep=lambda _: None,
+            semantic=semantic,
         )
         self.structuring = StructuringService(
             self.events,
@@ -59,9 +66,10 @@ class EmbeddedKaibo:
             structurer,
             clock=self._now,
             project_time_zone=(project_time_zones or {}).get,
+            semantic=semantic,
         )
         self.recall_service = RecallService(
-            self.memories, self.memories, clock=self._now, params=recall_params
+            self.memories, self.memories, clock=self._now, params=recall_params, semantic=semantic
         )
         self.reader = MemoriesService(self.memories)
 

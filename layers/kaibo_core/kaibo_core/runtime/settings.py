@@ -27,6 +27,8 @@ class Settings(BaseModel):
     #: ``rules`` (default, offline) or ``bedrock`` (docs/structuring-bedrock.md).
     structurer: str = "rules"
     bedrock_model_id: str = ""
+    #: Recall by meaning's model (docs/recall.md): ``off`` (default: words only), ``mini6``, ``wl256``.
+    semantic_model: str = "off"
     #: remember with ``wait: true`` waits at most this long for its job (then answers 202).
     wait_seconds: float = Field(default=10.0, gt=0, le=25)
     #: The sweeper re-queues jobs still unfinished this long after remember.
@@ -63,6 +65,7 @@ class Settings(BaseModel):
             structuring_queue_url=env.get("KAIBO_STRUCTURING_QUEUE_URL", ""),
             structurer=env.get("KAIBO_STRUCTURER", "rules") or "rules",
             bedrock_model_id=env.get("KAIBO_BEDROCK_MODEL_ID", ""),
+            semantic_model=env.get("KAIBO_SEMANTIC_MODEL", "off").strip().lower() or "off",
             wait_seconds=float(env.get("KAIBO_WAIT_SECONDS", "10") or 10),
             sweep_after_seconds=int(env.get("KAIBO_SWEEP_AFTER_SECONDS", "120") or 120),
             purge_grace_seconds=int(env.get("KAIBO_PURGE_GRACE_SECONDS", "86400") or 86_400),

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from kaibo_core.adapters.sqs_jobs import SqsJobQueue
     from kaibo_core.adapters.sqs_webhooks import SqsWebhookQueue
     from kaibo_core.adapters.webhook_outbox import WebhookOutbox
-    from kaibo_core.ports import Structurer
+    from kaibo_core.core.semantic.scoring import SemanticParams
+    from kaibo_core.ports import Embedder, Structurer
     from kaibo_core.services.admin import AdminService
     from kaibo_core.services.authorization import AuthorizationService
     from kaibo_core.services.forgetting import ForgetService
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from kaibo_core.services.purging import Purger
     from kaibo_core.services.recall import RecallService
     from kaibo_core.services.remember import RememberService
+    from kaibo_core.services.semantic import SemanticChannel
     from kaibo_core.services.streams import StreamsService
     from kaibo_core.services.structuring import StructuringService
     from kaibo_core.services.sweeping import Sweeper
@@ -120,6 +122,42 @@ def configured_structurer(settings: Settings) -> Structurer:
     raise ValueError(f"KAIBO_STRUCTURER must be rules or bedrock, not {settings.structurer!r}")
 
 
+# --- recall by meaning ---------------------------------------------------------------------------
+
+#: ``KAIBO_SEMANTIC_MODEL``'s values: a model whose files ship in a wheel (docs/recall.md).
+SEMANTIC_MODELS = ("mini6", "wl256")
+
+
+def build_semantic_channel(model: str, params: SemanticParams | None = None) -> SemanticChannel | None:
+    """The model and its cells, loaded once; None for ``off`` (lexical recall only)."""
+    from kaibo_core.adapters.semantic_cells import load_cells
+    from kaibo_core.services.semantic import SemanticChannel
+
+    embedder: Embedder
+    if model in {"", "off"}:
+        return None
+    if model == "mini6":
+        from kaibo_core.adapters.minilm_embedder import MiniLmEmbedder
+
+        embedder = MiniLmEmbedder.from_package()
+    elif model == "wl256":
+        from kaibo_core.adapters.static_embedder import StaticEmbedder
+
+        embedder = StaticEmbedder.from_package()
+    else:
+        raise ValueError(
+            f"KAIBO_SEMANTIC_MODEL must be off or one of {', '.join(SEMANTIC_MODELS)}, not {model!r}"
+        )
+    cells = load_cells(embedder.version)
+    return SemanticChannel(embedder, cells) if params is None else SemanticChannel(embedder, cells, params)
+
+
+@lru_cache(maxsize=1)
+def semantic_channel() -> SemanticChannel | None:
+    """The container's channel (``KAIBO_SEMANTIC_MODEL``), shared by remember, structuring, recall."""
+    return build_semantic_channel(get_settings().semantic_model)
+
+
 # --- services ------------------------------------------------------------------------------------
 
 
@@ -129,7 +167,12 @@ def remember_service() -> RememberService:
 
     memories = memory_store()
     return RememberService(
-        event_store(), memories, jobs=job_queue(), job_reader=job_store(), memory_reader=memories
+        event_store(),
+        memories,
+        jobs=job_queue(),
+        job_reader=job_store(),
+        memory_reader=memories,
+        semantic=semantic_channel(),
     )
 
 
@@ -152,6 +195,7 @@ def recall_service() -> RecallService:
     return RecallService(
         DynamoTermIndex(reads, settings.index_table),
         DynamoMemoryStore(dynamodb(), settings.memories_table, settings.index_table, reads=reads),
+        semantic=semantic_channel(),
     )
 
 
@@ -254,6 +298,7 @@ def build_structuring_service(structurer: Structurer) -> StructuringService:
         structurer,
         # A project's time zone is set at its creation and never changes.
         project_time_zone=lru_cache(maxsize=1024)(project_store().time_zone),
+        semantic=semantic_channel(),
     )
 
 
@@ -348,6 +393,7 @@ def reset() -> None:
         memory_store,
         project_store,
         job_queue,
+        semantic_channel,
         remember_service,
         recall_service,
         memories_service,

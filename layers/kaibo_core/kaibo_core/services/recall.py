@@ -15,12 +15,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from kaibo_core.core.clock import Clock, epoch_ms, format_instant, instant_ms, parse_instant, utc_now
 from kaibo_core.core.errors import UnprocessableError
 from kaibo_core.core.indexing import date_terms
-from kaibo_core.core.models.memories import STAGED, CorpusStats, MemoryRecord
+from kaibo_core.core.models.memories import STAGED, CorpusStats, MemoryRecord, TermRead
 from kaibo_core.core.models.recall import AbstainReason, RecallAnswer, RecallCandidate, RecallHit, RecallQuery
 from kaibo_core.core.ranking import DEFAULT_PARAMS, Bm25Params
 from kaibo_core.core.recall.conflicts import without_outdated
@@ -35,9 +35,16 @@ from kaibo_core.core.recall.scoring import (
     visible,
 )
 from kaibo_core.core.recall.selection import Ranked, SelectionParams, collapse_near_duplicates, smallest_set
+from kaibo_core.core.semantic.scoring import fused_score, memory_cosine, semantic_candidates
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.text import analyze, query_terms
 from kaibo_core.ports import MemoryReader, TermIndex
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from kaibo_core.services.semantic import SemanticChannel
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +86,10 @@ class RecallStats:
     #: Older memories dropped because a newer active one gives their attribute another value.
     outdated_dropped: int = 0
     selected: int = 0
+    #: Recall by meaning: cells read, their postings, and the candidates they gave.
+    cells: int = 0
+    cell_postings_read: int = 0
+    semantic_candidates: int = 0
 
 
 #: Called once per recall with the confirmed candidates, before packing (the SSE ``candidates`` event).
@@ -92,11 +103,14 @@ class RecallService:
         memories: MemoryReader,
         clock: Clock = utc_now,
         params: RecallParams | None = None,
+        semantic: SemanticChannel | None = None,
     ) -> None:
         self._index = index
         self._memories = memories
         self._clock = clock
         self.params = params or RecallParams()
+        #: Recall by meaning (docs/recall.md): None, lexical recall only.
+        self._semantic = semantic
 
     def recall(
         self,
@@ -122,31 +136,41 @@ class RecallService:
             include_superseded=query.include_superseded,
         )
         history = query.include_superseded or as_of_ms < epoch_ms(now)
-        reads, corpus = self._index.read(project, terms, params.postings_per_term, history)
-        stats.postings_read = sum(len(r.postings) for r in reads)
+        semantic = self._semantic
+        question = None if semantic is None else semantic.question(query.question)
+        reads, cell_reads, corpus = self._read(project, terms, history, question, stats)
         stats.truncated_terms = sum(1 for r in reads if r.truncated)
         weights = term_weights({r.term: r.doc_freq for r in reads}, corpus)
         candidates, invalid_at_as_of = score_postings(
             {r.term: r.postings for r in reads}, weights, corpus, filters, params.bm25
         )
         stats.candidates = len(candidates)
-        if not candidates:
+        top = candidates[: params.fetch_count(query.budget)]
+        fuse: Callable[[MemoryRecord, float], float] | None = None
+        if semantic is not None and question is not None:
+            top = _with_nearby(
+                top, semantic_candidates(cell_reads, question[0], filters, semantic.params), stats
+            )
+            fuse = _fusion(semantic, question[0])
+        if not top:
             reason: AbstainReason = "nothing_valid_at_asof" if invalid_at_as_of else "no_match"
             return answer.abstain(reason, on_candidates), stats
 
-        top = candidates[: params.fetch_count(query.budget)]
         found = self._memories.get_many(project, [c.memory_id for c in top])
         top, found = self._with_replacements(project, top, found, stats)
         found = one_of_each_pair(found)
         stats.fetched = len(found)
-        confirmed = _authoritative(top, found, filters, weights, corpus, params.bm25)
+        confirmed = _authoritative(top, found, filters, weights, corpus, params.bm25, fuse)
         ranked = [c.ranked for c in confirmed]
         stats.authority_dropped = len(top) - len(ranked)
         if on_candidates is not None:
             on_candidates([RecallCandidate(found[r.memory_id], r.score) for r in ranked])
         if not ranked:
             return answer.abstain("no_match", on_candidates=None), stats
-        if max(coverage(r.terms, weights) for r in ranked) < params.min_coverage:
+        confident = question is not None and _close_enough(
+            semantic, question[0], [found[r.memory_id] for r in ranked]
+        )
+        if max(coverage(r.terms, weights) for r in ranked) < params.min_coverage and not confident:
             return answer.abstain("below_threshold", on_candidates=None), stats
 
         kept = _collapse(confirmed)
@@ -168,6 +192,26 @@ class RecallService:
             for p in packing.items
         ]
         return answer.answered(items, packing.used_tokens), stats
+
+    def _read(
+        self,
+        project: ProjectId,
+        terms: list[str],
+        history: bool,
+        question: tuple[NDArray[np.float32], list[str]] | None,
+        stats: RecallStats,
+    ) -> tuple[Sequence[TermRead], Sequence[TermRead], CorpusStats]:
+        """The question's terms' postings and, by meaning, its cells' (one parallel wave)."""
+        cells = [] if question is None else question[1]
+        cell_limit = 0 if self._semantic is None else self._semantic.params.postings_per_cell
+        everything, corpus = self._index.read(
+            project, terms, self.params.postings_per_term, history, cells=cells, cell_limit=cell_limit
+        )
+        reads, cell_reads = everything[: len(terms)], everything[len(terms) :]
+        stats.postings_read = sum(len(r.postings) for r in reads)
+        stats.cells = len(cell_reads)
+        stats.cell_postings_read = sum(len(r.postings) for r in cell_reads)
+        return reads, cell_reads, corpus
 
     def _with_replacements(
         self,
@@ -235,6 +279,39 @@ def _as_of(text: str | None, now: datetime) -> datetime:
         ) from exc
 
 
+def _with_nearby(
+    top: list[Candidate], nearby: list[tuple[str, float]], stats: RecallStats
+) -> list[Candidate]:
+    """The lexical candidates, then the semantic candidates they do not hold (fetched alike)."""
+    stats.semantic_candidates = len(nearby)
+    listed = {c.memory_id for c in top}
+    return top + [
+        Candidate(memory_id, 0.0, frozenset(), 0) for memory_id, _ in nearby if memory_id not in listed
+    ]
+
+
+def _close_enough(
+    semantic: SemanticChannel | None, question: NDArray[np.float32], memories: Sequence[MemoryRecord]
+) -> bool:
+    """Does a confirmed memory mean what the question asks, words or not (no ``below_threshold``)?"""
+    if semantic is None:
+        return False
+    threshold = semantic.params.confident_cosine
+    return any(memory_cosine(m.semantic, semantic.version, question) >= threshold for m in memories)
+
+
+def _fusion(
+    semantic: SemanticChannel, question: NDArray[np.float32]
+) -> Callable[[MemoryRecord, float], float]:
+    """A memory's fused score from its BM25 score and its item's vector."""
+
+    def fused(memory: MemoryRecord, bm25: float) -> float:
+        cosine = memory_cosine(memory.semantic, semantic.version, question)
+        return fused_score(bm25, cosine, semantic.params)
+
+    return fused
+
+
 def _authoritative(  # noqa: PLR0917 - the inputs of the exact rescoring
     top: Sequence[Candidate],
     found: Mapping[str, MemoryRecord],
@@ -242,6 +319,7 @@ def _authoritative(  # noqa: PLR0917 - the inputs of the exact rescoring
     weights: Mapping[str, float],
     corpus: CorpusStats,
     bm25: Bm25Params,
+    fuse: Callable[[MemoryRecord, float], float] | None = None,
 ) -> list[_Confirmed]:
     """The candidates whose memory items confirm them (status, validity, filters), rescored
     exactly from the items' own terms and ranked again.
@@ -261,6 +339,8 @@ def _authoritative(  # noqa: PLR0917 - the inputs of the exact rescoring
         text_terms = _text_terms(memory.content)
         terms = text_terms + date_terms(memory)
         score = exact_score(Counter(terms), len(terms), weights, corpus, bm25)
+        if fuse is not None:
+            score = fuse(memory, score)
         entry = _Confirmed(
             Ranked(memory.id, score, frozenset(terms), memory.content, valid_from, memory.type),
             Ranked(memory.id, score, frozenset(text_terms), memory.content, valid_from, memory.type),

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from kaibo_core.core import chain
 from kaibo_core.core.backoff import full_jitter
@@ -60,6 +61,9 @@ from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.time_zones import is_time_zone
 from kaibo_core.ports import EventLog, JobQueue, JobReader, MemoryReader, ProvisionalIndex
 from kaibo_core.services.jobs import JobsService
+
+if TYPE_CHECKING:
+    from kaibo_core.services.semantic import SemanticChannel
 
 #: What an explicit ``supersedes``/``cancels`` entry must look like.
 MEMORY_ID_PATTERN = re.compile(r"mem_[A-Za-z0-9_.-]{1,80}")
@@ -278,7 +282,9 @@ class RememberService:
         clock: Clock = utc_now,
         sleep: Callable[[float], None] = time.sleep,
         max_attempts: int = MAX_APPEND_ATTEMPTS,
+        semantic: SemanticChannel | None = None,
     ) -> None:
+        self._semantic = semantic
         self._log = log
         self._memories = memories
         self._jobs = jobs
@@ -372,6 +378,11 @@ class RememberService:
             outcome.index_failures.append(exc)
             return
         todo = [memory for memory, _ in drafts if memory.id not in existing]
+        if self._semantic is not None and todo:
+            try:
+                todo = self._semantic.place(todo)
+            except Exception as exc:  # acknowledged events must not fail here: indexed by words only
+                outcome.index_failures.append(exc)
         results = dict(zip((m.id for m in todo), self._memories.index_many(todo), strict=True))
         for memory, _ in drafts:
             result = results.get(memory.id, False)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from kaibo_core.core import webhooks
 from kaibo_core.core.clock import Clock, format_instant, instant_ms, utc_now
@@ -50,6 +50,9 @@ from kaibo_core.core.structuring.plan import (
 )
 from kaibo_core.core.text import query_terms
 from kaibo_core.ports import EventSource, JobStore, Structurer, StructuringStore, TermIndex
+
+if TYPE_CHECKING:
+    from kaibo_core.services.semantic import SemanticChannel
 
 #: Links are resolved again at most this often when their targets keep changing.
 MAX_RESOLVE_ROUNDS: Final = 4
@@ -174,7 +177,9 @@ class StructuringService:
         *,
         clock: Clock = utc_now,
         project_time_zone: Callable[[ProjectId], str | None] = lambda _project: None,
+        semantic: SemanticChannel | None = None,
     ) -> None:
+        self._semantic = semantic
         self._events = events
         self._memories = memories
         self._finder = CandidateFinder(index, memories)
@@ -245,7 +250,7 @@ class StructuringService:
         made = provisional_memory(event, self._now())
         if made is None:
             return None  # no text (or purged): nothing to structure
-        self._memories.index_new(made)
+        self._memories.index_new(self._placed([made])[0])
         return self._memories.get(project, made.id)
 
     def _plan(
@@ -279,7 +284,9 @@ class StructuringService:
         origin: tuple[str | None, str] = (None, ""),
     ) -> list[str]:
         """Commit ``drafts``; ``origin`` (job id, event id) is what the webhook events name."""
-        base = [self._draft_memory(provisional, position, draft) for position, draft in enumerate(drafts, 1)]
+        base = self._placed(
+            [self._draft_memory(provisional, position, draft) for position, draft in enumerate(drafts, 1)]
+        )
         staged: set[str] = set()
         for _ in range(MAX_RESOLVE_ROUNDS):
             change = self._resolve(project, provisional, base, drafts, stats)
@@ -322,7 +329,13 @@ class StructuringService:
             created_at=provisional.created_at,
             subject=draft.subject,
             replaces=provisional.id,
+            # A draft saying what the event said is where the event is: no second model call.
+            semantic=provisional.semantic if draft.content == provisional.content else None,
         )
+
+    def _placed(self, memories: list[MemoryRecord]) -> list[MemoryRecord]:
+        """Recall by meaning: ``memories`` with their vectors and cells, when a model is on."""
+        return memories if self._semantic is None else self._semantic.place(memories)
 
     def _resolve(
         self,

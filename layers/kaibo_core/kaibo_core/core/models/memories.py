@@ -52,6 +52,20 @@ class SourceEventRef:
 
 
 @dataclass(frozen=True, slots=True)
+class SemanticPlacement:
+    """Where recall by meaning files a memory: its vector and its nearest cells of the inverted file.
+
+    Computed once, when the memory is written, by the model named in ``version`` (model and cell
+    set); stored on the memory item so that every later move of its postings (supersede, forget,
+    purge) finds them without running the model again (docs/recall.md, "Recall by meaning").
+    """
+
+    version: str  # the model and its cells, e.g. ``mini6c256``: postings of two versions never mix
+    cells: tuple[tuple[int, int], ...]  # (cell, impact): the memory's nearest cells, nearest first
+    vector: str  # kaibo_core.core.semantic.vectors.encode_vector
+
+
+@dataclass(frozen=True, slots=True)
 class MemoryRecord:
     """One memory. The stored item is the authority on its status (postings are hints)."""
 
@@ -75,6 +89,8 @@ class MemoryRecord:
     replaces: str | None = None
     #: A staged memory: the status it takes when switched on.
     becomes: MemoryStatus | None = None
+    #: Recall by meaning: its vector and cells (None: written without a model, or purged).
+    semantic: SemanticPlacement | None = None
 
     @property
     def source_event_ids(self) -> tuple[str, ...]:
@@ -97,6 +113,8 @@ class Posting(NamedTuple):
     stream: str
     type: str
     status: str
+    #: A semantic posting (a cell's): the memory's vector (kaibo_core.core.semantic.vectors).
+    vector: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
