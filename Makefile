@@ -24,7 +24,7 @@ PY := $(VENV)/bin/python
 export AWS_DEFAULT_REGION ?= us-east-1
 export KAIBO_TOOLS_BIN ?= $(CURDIR)/$(TOOLS)/bin
 
-.PHONY: run reset docs test lint pytest bench bench-recall-quality build deploy clean venv tools
+.PHONY: run reset reindex-semantic docs test lint pytest bench bench-recall-quality build deploy clean venv tools
 
 # The runtime/test environment: the layer's exact pins + test tools + our two packages.
 $(VENV)/.installed: requirements-dev.txt requirements-models.txt layers/kaibo_core/requirements.txt layers/kaibo_core/pyproject.toml clients/python/pyproject.toml
@@ -55,6 +55,11 @@ docs: venv
 
 reset: venv
 	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) -m kaibo_local reset
+
+# Recall by meaning: every memory of the (stopped) local stack's data folder placed by the model
+# (KAIBO_SEMANTIC_MODEL, default mini6). On AWS: tools/reindex_semantic.py --stack-name NAME.
+reindex-semantic: venv
+	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) -m kaibo_local reindex-semantic
 
 lint: venv
 	PYTHONPATH=$(CURDIR):$(CURDIR)/layers/kaibo_core $(VENV)/bin/lint-imports

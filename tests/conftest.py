@@ -131,3 +131,14 @@ def handler_env(aws_stack: AwsStack, monkeypatch: pytest.MonkeyPatch) -> Iterato
     wiring.reset()
     yield aws_stack
     wiring.reset()
+
+
+@pytest.fixture
+def semantic_env(handler_env: AwsStack, monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsStack]:
+    """``handler_env`` with recall by meaning on (all-MiniLM-L6-v2, as ``SemanticModel=mini6``)."""
+    from kaibo_core.runtime import wiring
+
+    monkeypatch.setenv("KAIBO_SEMANTIC_MODEL", "mini6")
+    wiring.reset()
+    yield handler_env
+    wiring.reset()

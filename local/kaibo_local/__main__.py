@@ -1,5 +1,6 @@
 """``python -m kaibo_local``: start the local stack (see kaibo_local.stack);
-``python -m kaibo_local reset``: empty its data folder (``make reset``)."""
+``python -m kaibo_local reset``: empty its data folder (``make reset``);
+``python -m kaibo_local reindex-semantic``: place its memories by meaning (``make reindex-semantic``)."""
 
 import sys
 
@@ -7,7 +8,11 @@ from kaibo_local.stack import main, reset_command
 
 if sys.argv[1:] == ["reset"]:
     raise SystemExit(reset_command())
+if sys.argv[1:] == ["reindex-semantic"]:
+    from kaibo_local.reindex import reindex_command
+
+    raise SystemExit(reindex_command())
 if sys.argv[1:]:
-    sys.stderr.write("usage: python -m kaibo_local [reset]\n")
+    sys.stderr.write("usage: python -m kaibo_local [reset | reindex-semantic]\n")
     raise SystemExit(2)
 raise SystemExit(main())

@@ -100,6 +100,7 @@ SCHEDULE_OVERRIDES = {"PurgeFunction": "KAIBO_PURGE_INTERVAL_SECONDS"}
 PARAMETERS_FROM_ENVIRONMENT = {
     "KAIBO_PURGE_GRACE_SECONDS": "PurgeGraceSeconds",
     "KAIBO_SWEEP_AFTER_SECONDS": "SweepAfterSeconds",
+    "KAIBO_SEMANTIC_MODEL": "SemanticModel",
 }
 #: Schedules after whose runs the data folder is compacted (when the run erased anything): what a
 #: purge erased must leave the files on disk too, not only the tables in memory.

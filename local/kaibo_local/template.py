@@ -319,11 +319,14 @@ def _variables(properties: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def function_property(template: Mapping[str, Any], logical_id: str, name: str) -> Any:
-    """A function's effective property: its own value, else Globals.Function's (None if neither)."""
+    """A function's effective property as SAM merges it: its own value, else Globals.Function's
+    (None if neither); a list in both is Globals' followed by its own (SAM: lists are additive)."""
     properties = template["Resources"][logical_id].get("Properties", {})
+    shared = _globals_function(template).get(name)
     if name in properties:
-        return properties[name]
-    return _globals_function(template).get(name)
+        own = properties[name]
+        return [*shared, *own] if isinstance(own, list) and isinstance(shared, list) else own
+    return shared
 
 
 def _default_authorizers(template: Mapping[str, Any]) -> dict[str, str | None]:

@@ -8,6 +8,7 @@ privilege), the tables' durability settings, and the gateway responses' error sh
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import re
@@ -589,7 +590,10 @@ def test_given_every_function_then_it_runs_python311_on_x86_64_with_the_layer(
         assert function_property(template, function, "Runtime") == "python3.11", function
         assert function_property(template, function, "Architectures") == ["x86_64"], function
         assert function_property(template, function, "Tracing") == "Active", function
-        assert function_property(template, function, "Layers") == [{"Ref": "KaiboCoreLayer"}], function
+        layers = [{"Ref": "KaiboCoreLayer"}]
+        if function in EMBEDDING_FUNCTIONS:  # they load recall by meaning's model
+            layers.append({"Ref": "KaiboSemanticLayer"})
+        assert function_property(template, function, "Layers") == layers, function
         assert (spec.handler_module, spec.handler_name) == ("app", "lambda_handler"), function
         if spec.routes:
             timeout = function_property(template, function, "Timeout")
@@ -600,27 +604,88 @@ def test_given_every_function_then_it_runs_python311_on_x86_64_with_the_layer(
 # --- Layer ------------------------------------------------------------------------------------------
 
 
-def test_given_the_layer_then_sam_builds_it_for_python311_x86_64_from_exact_pins(
-    template: dict[str, Any],
-) -> None:
-    layer = template["Resources"]["KaiboCoreLayer"]
-    assert layer["Type"] == "AWS::Serverless::LayerVersion"
-    # layers/kaibo_core/Makefile (tests/contract/test_layer_build.py): the pins plus bytecode
-    assert layer["Metadata"] == {"BuildMethod": "makefile", "BuildArchitecture": "x86_64"}
-    props = layer["Properties"]
-    assert props["ContentUri"] == "layers/kaibo_core/"
-    assert props["CompatibleRuntimes"] == ["python3.11"]
-    assert props["CompatibleArchitectures"] == ["x86_64"]
-    layer_dir = REPO_ROOT / props["ContentUri"]
-    assert (layer_dir / "kaibo_core" / "__init__.py").is_file()
+#: The functions that embed text when recall by meaning is on, and carry the model's layer.
+EMBEDDING_FUNCTIONS = ("RememberFunction", "RecallFunction", "StructureFunction")
+#: Lambda's limit on a function's code and layers, unzipped.
+LAMBDA_UNZIPPED_LIMIT = 250 * 1024 * 1024
+
+
+def layer_pins(layer_dir: Path) -> list[str]:
     requirements = [
         line.split("#", 1)[0].strip()
         for line in (layer_dir / "requirements.txt").read_text(encoding="utf-8").splitlines()
     ]
-    pins = [line for line in requirements if line]
+    return [line for line in requirements if line]
+
+
+@pytest.mark.parametrize(
+    ("logical_id", "content"),
+    [("KaiboCoreLayer", "layers/kaibo_core/"), ("KaiboSemanticLayer", "layers/kaibo_semantic/")],
+)
+def test_given_the_layer_then_sam_builds_it_for_python311_x86_64_from_exact_pins(
+    template: dict[str, Any], logical_id: str, content: str
+) -> None:
+    layer = template["Resources"][logical_id]
+    assert layer["Type"] == "AWS::Serverless::LayerVersion"
+    # layers/*/Makefile (tests/contract/test_layer_build.py): the pins plus bytecode
+    assert layer["Metadata"] == {"BuildMethod": "makefile", "BuildArchitecture": "x86_64"}
+    props = layer["Properties"]
+    assert props["ContentUri"] == content
+    assert props["CompatibleRuntimes"] == ["python3.11"]
+    assert props["CompatibleArchitectures"] == ["x86_64"]
+    layer_dir = REPO_ROOT / props["ContentUri"]
+    assert f"build-{logical_id}:" in (layer_dir / "Makefile").read_text(encoding="utf-8")
+    pins = layer_pins(layer_dir)
     assert pins, "the layer has no requirements"
     loose = [line for line in pins if not re.fullmatch(r"[A-Za-z0-9._-]+==[A-Za-z0-9.+!-]+", line)]
     assert not loose, f"sam build resolves these afresh; pin them exactly: {loose}"
+
+
+def test_given_the_core_layer_then_it_holds_kaibo_core() -> None:
+    assert (REPO_ROOT / "layers" / "kaibo_core" / "kaibo_core" / "__init__.py").is_file()
+
+
+def test_given_the_model_layer_then_it_deploys_the_versions_the_tests_ran() -> None:
+    tested = {}
+    for name in ("requirements-dev.txt", "requirements-models.txt"):
+        for line in (REPO_ROOT / name).read_text(encoding="utf-8").splitlines():
+            pin = line.split("#", 1)[0].strip()
+            if "==" in pin:
+                package, version = pin.split("==", 1)
+                tested[package.lower()] = version
+    for pin in layer_pins(REPO_ROOT / "layers" / "kaibo_semantic"):
+        package, version = pin.split("==", 1)
+        assert tested.get(package.lower()) == version, f"{pin}: the tests ran {tested.get(package.lower())}"
+
+
+def installed_size(requirement: str) -> int:
+    """The bytes an installed distribution's files take (the wheel as Lambda unzips it)."""
+    files = importlib.metadata.distribution(requirement.split("==", 1)[0]).files or []
+    located = [Path(path.locate()) for path in files]
+    return sum(path.stat().st_size for path in located if path.is_file())
+
+
+def test_given_the_embedding_functions_then_their_layers_fit_in_lambda_s_250_mb() -> None:
+    """Measured from the same wheels installed here (x86_64 manylinux, as the layers' build), plus
+    kaibo_core's sources and a generous allowance for bytecode and the function's own code."""
+    core = sum(installed_size(pin) for pin in layer_pins(REPO_ROOT / "layers" / "kaibo_core"))
+    model = sum(installed_size(pin) for pin in layer_pins(REPO_ROOT / "layers" / "kaibo_semantic"))
+    sources = sum(
+        p.stat().st_size for p in (REPO_ROOT / "layers" / "kaibo_core" / "kaibo_core").rglob("*.py")
+    )
+    allowance = 3 * sources + 5 * 1024 * 1024
+    assert model > 80 * 1024 * 1024  # the model's weights are in it: the measure can fail
+    assert core + model + allowance < LAMBDA_UNZIPPED_LIMIT, (core, model, allowance)
+
+
+def test_given_the_semantic_model_parameter_then_off_is_the_default_and_the_functions_get_it(
+    template: dict[str, Any],
+) -> None:
+    parameter = template["Parameters"]["SemanticModel"]
+    assert parameter["AllowedValues"] == ["off", "mini6"]
+    assert parameter["Default"] in parameter["AllowedValues"]
+    env = template["Globals"]["Function"]["Environment"]["Variables"]
+    assert env["KAIBO_SEMANTIC_MODEL"] == {"Ref": "SemanticModel"}
 
 
 # --- Tables -----------------------------------------------------------------------------------------

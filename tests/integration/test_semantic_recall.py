@@ -3,13 +3,9 @@ paraphrases found, supersession followed, and forget and purge leaving no vector
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
 from kaibo_core.core.semantic.placement import CELL_TERM_PREFIX
-from kaibo_core.runtime import wiring
 from tests.integration.test_forget_api import (
     forget_now,
     memory_ids_of,
@@ -19,14 +15,6 @@ from tests.integration.test_forget_api import (
 )
 from tests.integration.test_recall_api import get_memory, recall
 from tests.integration.test_remember_api import new_project
-
-
-@pytest.fixture
-def semantic_env(handler_env: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    monkeypatch.setenv("KAIBO_SEMANTIC_MODEL", "mini6")
-    wiring.reset()
-    yield handler_env
-    wiring.reset()
 
 
 def cell_postings(stack: Any, memory_ids: set[str]) -> list[dict[str, Any]]:

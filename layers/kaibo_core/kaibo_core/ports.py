@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from kaibo_core.core.models.events import EventRecord, StreamHead
     from kaibo_core.core.models.jobs import JobRecord, PendingJob
     from kaibo_core.core.models.keys import StoredKey
-    from kaibo_core.core.models.memories import CorpusStats, MemoryRecord, TermRead
+    from kaibo_core.core.models.memories import CorpusStats, MemoryRecord, SemanticPlacement, TermRead
     from kaibo_core.core.storage_keys import ProjectId
     from kaibo_core.core.structuring.drafts import CandidateSearch, EventToStructure, MemoryDraft
     from kaibo_core.core.structuring.plan import CommitOutcome, StructuringCommit
@@ -132,6 +132,16 @@ class MemoryGetter(Protocol):
 
 class MemoryReader(Protocol):
     def get_many(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, MemoryRecord]: ...
+
+
+class PlacementStore(Protocol):
+    """Re-indexing by meaning: every memory item, and a placement replaced with its postings."""
+
+    def memories(self, project: ProjectId | None) -> Iterator[MemoryRecord]: ...
+
+    def get(self, project: ProjectId, memory_id: str) -> MemoryRecord | None: ...
+
+    def replace_placement(self, memory: MemoryRecord, placement: SemanticPlacement) -> bool: ...
 
 
 class Embedder(Protocol):

@@ -31,6 +31,7 @@ from kaibo_core.core import storage_keys
 from kaibo_core.core.forgetting import FORGOTTEN
 from kaibo_core.core.indexing import DF_SHARDS, TermEntry, memory_plan, shard_of
 from kaibo_core.core.models.memories import MemoryRecord
+from kaibo_core.core.semantic.placement import encode_placement
 from kaibo_core.core.storage_keys import ProjectId
 
 if TYPE_CHECKING:
@@ -102,6 +103,20 @@ class DynamoForgetStore(DynamoStructuringStore):
         raise RuntimeError(f"memory {memory_id} kept changing while it was being forgotten")
 
     def _flip(self, project: ProjectId, current: MemoryRecord, marks: dict[str, str]) -> bool:
+        # The placement too must be the one read: the postings forget removes are the ones it
+        # names (a re-index placing the memory meanwhile makes this fail, and forget read again).
+        values = {
+            ":tombstoned": s("tombstoned"),
+            ":prior": s(current.status),
+            ":at": s(marks["tombstonedAt"]),
+            ":after": s(marks["purgeAfter"]),
+            ":receipt": s(marks["receiptId"]),
+        }
+        if current.semantic is None:
+            placed = "attribute_not_exists(sem)"
+        else:
+            placed = "sem = :sem"
+            values[":sem"] = s(encode_placement(current.semantic))
         try:
             self._client.update_item(
                 TableName=self._memories,
@@ -110,15 +125,9 @@ class DynamoForgetStore(DynamoStructuringStore):
                     "SET #status = :tombstoned, priorStatus = :prior, tombstonedAt = :at, "
                     "purgeAfter = :after, receiptId = :receipt"
                 ),
-                ConditionExpression="#status = :prior",
+                ConditionExpression=f"#status = :prior AND {placed}",
                 ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues={
-                    ":tombstoned": s("tombstoned"),
-                    ":prior": s(current.status),
-                    ":at": s(marks["tombstonedAt"]),
-                    ":after": s(marks["purgeAfter"]),
-                    ":receipt": s(marks["receiptId"]),
-                },
+                ExpressionAttributeValues=values,
             )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":

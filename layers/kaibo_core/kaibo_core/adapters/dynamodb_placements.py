@@ -1,0 +1,131 @@
+"""Re-indexing by meaning in DynamoDB: memory items read by a paged Scan, a placement replaced
+in one transaction with the cell postings it names.
+
+A memory's new placement, its new cell postings (and their document-frequency counters) and the
+removal of its old ones are one TransactWriteItems, conditioned on the item still having the
+status and placement it was read with, and on each old posting still being where it was: a
+memory that structuring retired or forget tombstoned meanwhile fails the transaction and is read
+again (``SemanticReindexer``). The index never names a placement its item does not hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from kaibo_core.adapters.dynamodb_memories import memory_from_item, posting_item
+from kaibo_core.adapters.dynamodb_values import key, n, s
+from kaibo_core.core import storage_keys
+from kaibo_core.core.indexing import cell_entries, memory_plan, memory_side
+from kaibo_core.core.models.memories import MemoryRecord, SemanticPlacement
+from kaibo_core.core.semantic.placement import encode_placement
+from kaibo_core.core.storage_keys import ProjectId
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
+
+class DynamoPlacementStore:
+    def __init__(self, client: DynamoDBClient, memories_table: str, index_table: str) -> None:
+        self._client = client
+        self._memories = memories_table
+        self._index = index_table
+
+    def memories(self, project: ProjectId | None) -> Iterator[MemoryRecord]:
+        """Every memory item (of ``project``, or of every project), page by page."""
+        request: dict[str, Any] = {"TableName": self._memories, "ConsistentRead": True}
+        if project is not None:
+            request["FilterExpression"] = "begins_with(pk, :project)"
+            request["ExpressionAttributeValues"] = {":project": s(f"{project}#")}
+        while True:
+            response = self._client.scan(**request)
+            for item in response.get("Items", []):
+                owner = ProjectId(item["pk"]["S"].split("#", 1)[0])
+                yield memory_from_item(owner, item)
+            start = response.get("LastEvaluatedKey")
+            if not start:
+                return
+            request["ExclusiveStartKey"] = start
+
+    def get(self, project: ProjectId, memory_id: str) -> MemoryRecord | None:
+        item = self._client.get_item(
+            TableName=self._memories,
+            Key=key(storage_keys.memory_key(project, memory_id)),
+            ConsistentRead=True,
+        ).get("Item")
+        return memory_from_item(project, item) if item else None
+
+    def replace_placement(self, memory: MemoryRecord, placement: SemanticPlacement) -> bool:
+        """``memory`` (as read) placed at ``placement``; False if it changed since it was read."""
+        side = memory_side(memory)
+        if side is None or memory.content is None:
+            return False
+        project = ProjectId(memory.project_id)
+        placed = replace(memory, semantic=placement)
+        plan = memory_plan(placed)
+        df_shard = plan.df_shard
+        actions: list[TransactWriteItemTypeDef] = [self._item_update(project, memory, placement)]
+        for entry in cell_entries(memory.semantic):
+            actions.append(
+                {
+                    "Delete": {
+                        "TableName": self._index,
+                        "Key": key(
+                            storage_keys.posting_key(project, side, entry.term, entry.impact, memory.id)
+                        ),
+                        "ConditionExpression": "attribute_exists(pk)",
+                    }
+                }
+            )
+            actions.append(self._count(project, entry.term, df_shard, -1))
+        for entry in cell_entries(placement):
+            actions.append(
+                {
+                    "Put": {
+                        "TableName": self._index,
+                        "Item": posting_item(project, placed, side, entry, plan.dl),
+                    }
+                }
+            )
+            actions.append(self._count(project, entry.term, df_shard, 1))
+        try:
+            self._client.transact_write_items(TransactItems=actions)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException":
+                return False
+            raise
+        return True
+
+    def _item_update(
+        self, project: ProjectId, memory: MemoryRecord, placement: SemanticPlacement
+    ) -> TransactWriteItemTypeDef:
+        values = {":status": s(memory.status), ":new": s(encode_placement(placement))}
+        if memory.semantic is None:
+            placed = "attribute_not_exists(sem)"
+        else:
+            placed = "sem = :old"
+            values[":old"] = s(encode_placement(memory.semantic))
+        return {
+            "Update": {
+                "TableName": self._memories,
+                "Key": key(storage_keys.memory_key(project, memory.id)),
+                "UpdateExpression": "SET sem = :new",
+                "ConditionExpression": f"#status = :status AND {placed} AND attribute_not_exists(unindexed)",
+                "ExpressionAttributeNames": {"#status": "status"},
+                "ExpressionAttributeValues": values,
+            }
+        }
+
+    def _count(self, project: ProjectId, term: str, shard: int, delta: int) -> TransactWriteItemTypeDef:
+        return {
+            "Update": {
+                "TableName": self._index,
+                "Key": key(storage_keys.doc_freq_key(project, term, shard)),
+                "UpdateExpression": "ADD df :delta",
+                "ExpressionAttributeValues": {":delta": n(delta)},
+            }
+        }
