@@ -53,10 +53,12 @@ class Tally:
     hit1: int = 0
     hit5: int = 0
     abstained: int = 0
+    items: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
 
-    def add(self, rank: int | None, abstain_reason: str | None) -> None:
+    def add(self, rank: int | None, abstain_reason: str | None, items: int) -> None:
         self.questions += 1
+        self.items += items
         self.hit1 += rank == 0
         self.hit5 += rank is not None and rank < 5
         if abstain_reason is not None:
@@ -127,7 +129,7 @@ def evaluate(
                 found, reason = ranked_texts(kaibo, service, pair["question"], text_of_event)
                 memory = pair.get("memory") or None
                 rank = found.index(memory) if memory in found else None
-                tallies[kind].add(rank, reason)
+                tallies[kind].add(rank, reason, len(found))
             systems[name] = tallies
     return systems
 
@@ -146,6 +148,7 @@ def report(name: str, systems: dict[str, dict[str, Tally]]) -> list[str]:
                 pct(lex.hit5, lex.questions),
                 pct(lex.abstained, lex.questions),
                 pct(none.abstained, none.questions),
+                f"{(para.items + lex.items) / max(1, para.questions + lex.questions):.2f}",
             ]
         )
     counts = {kind: next(iter(systems.values()))[kind].questions for kind in KINDS}
@@ -158,6 +161,7 @@ def report(name: str, systems: dict[str, dict[str, Tally]]) -> list[str]:
         "hit@5",
         "abstain",
         f"unanswerable: abstain, right (n={counts['unanswerable']})",
+        "items/q (answerable)",
     ]
     return [f"### {name}", "", *markdown_table(header, rows), ""]
 

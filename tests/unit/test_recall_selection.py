@@ -296,3 +296,21 @@ def test_pure_modules_import_only_the_standard_library_and_kaibo_core(module: Mo
         "kaibo_core.core.text",
         "kaibo_core.core.tokens",
     }
+
+
+def test_with_recall_by_meaning_corroboration_is_per_channel_not_a_share_of_the_fused_score() -> None:
+    """Cosines of unrelated memories sit near the best one's: a share of the fused score (0.3 of
+    the top) would add every semantic candidate; a cosine close to the best, or a BM25 close to
+    the best BM25, corroborates."""
+    weights = {"ship": 2.0}
+    candidates = [
+        Ranked("best", 0.62, frozenset(), "the release target is July 17", lexical=0.0, cosine=0.62),
+        Ranked("close", 0.59, frozenset(), "launch planned for mid July", lexical=0.0, cosine=0.59),
+        Ranked("words", 0.45, frozenset({"ship"}), "ship the fix", lexical=6.0, cosine=0.27),
+        Ranked("far", 0.40, frozenset(), "the office wifi password", lexical=0.0, cosine=0.40),
+        Ranked("farther", 0.31, frozenset(), "ramen for lunch", lexical=0.0, cosine=0.31),
+    ]
+    chosen = ids(smallest_set(candidates, weights))
+    assert chosen == ["best", "close", "words"]  # "words" by the cover; "far" is 0.22 below the best
+    without_meaning = [Ranked(c.memory_id, c.score, c.terms, c.text) for c in candidates]
+    assert ids(smallest_set(without_meaning, weights)) == ["best", "close", "words", "far", "farther"]

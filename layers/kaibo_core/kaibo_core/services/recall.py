@@ -146,7 +146,7 @@ class RecallService:
         )
         stats.candidates = len(candidates)
         top = candidates[: params.fetch_count(query.budget)]
-        fuse: Callable[[MemoryRecord, float], float] | None = None
+        fuse: Fusion | None = None
         if semantic is not None and question is not None:
             top = _with_nearby(
                 top, semantic_candidates(cell_reads, question[0], filters, semantic.params), stats
@@ -300,14 +300,14 @@ def _close_enough(
     return any(memory_cosine(m.semantic, semantic.version, question) >= threshold for m in memories)
 
 
-def _fusion(
-    semantic: SemanticChannel, question: NDArray[np.float32]
-) -> Callable[[MemoryRecord, float], float]:
-    """A memory's fused score from its BM25 score and its item's vector."""
+#: A memory's fused score and its cosine to the question, from its BM25 score and its item.
+Fusion = Callable[[MemoryRecord, float], tuple[float, float]]
 
-    def fused(memory: MemoryRecord, bm25: float) -> float:
+
+def _fusion(semantic: SemanticChannel, question: NDArray[np.float32]) -> Fusion:
+    def fused(memory: MemoryRecord, bm25: float) -> tuple[float, float]:
         cosine = memory_cosine(memory.semantic, semantic.version, question)
-        return fused_score(bm25, cosine, semantic.params)
+        return fused_score(bm25, cosine, semantic.params), cosine
 
     return fused
 
@@ -319,7 +319,7 @@ def _authoritative(  # noqa: PLR0917 - the inputs of the exact rescoring
     weights: Mapping[str, float],
     corpus: CorpusStats,
     bm25: Bm25Params,
-    fuse: Callable[[MemoryRecord, float], float] | None = None,
+    fuse: Fusion | None = None,
 ) -> list[_Confirmed]:
     """The candidates whose memory items confirm them (status, validity, filters), rescored
     exactly from the items' own terms and ranked again.
@@ -338,12 +338,12 @@ def _authoritative(  # noqa: PLR0917 - the inputs of the exact rescoring
             continue
         text_terms = _text_terms(memory.content)
         terms = text_terms + date_terms(memory)
-        score = exact_score(Counter(terms), len(terms), weights, corpus, bm25)
-        if fuse is not None:
-            score = fuse(memory, score)
+        lexical = exact_score(Counter(terms), len(terms), weights, corpus, bm25)
+        score, cosine = (lexical, None) if fuse is None else fuse(memory, lexical)
+        fused = {} if fuse is None else {"lexical": lexical, "cosine": cosine}
         entry = _Confirmed(
-            Ranked(memory.id, score, frozenset(terms), memory.content, valid_from, memory.type),
-            Ranked(memory.id, score, frozenset(text_terms), memory.content, valid_from, memory.type),
+            Ranked(memory.id, score, frozenset(terms), memory.content, valid_from, memory.type, **fused),
+            Ranked(memory.id, score, frozenset(text_terms), memory.content, valid_from, memory.type, **fused),
         )
         confirmed.append((-score, -valid_from, memory.id, entry))
     return [entry for *_, entry in sorted(confirmed, key=lambda item: item[:3])]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kaibo_core.core.text import analyze
@@ -32,6 +32,10 @@ class Ranked:
     valid_from_ms: int | None = None
     #: The memory's type (fact, decision, …), if known: only value-holding types can outdate.
     memory_type: str | None = None
+    #: With recall by meaning: ``score`` is the fused score, ``lexical`` its BM25 part and
+    #: ``cosine`` the memory's cosine to the question (kaibo_core.core.semantic.scoring).
+    lexical: float | None = None
+    cosine: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +49,10 @@ class SelectionParams:
     coverage_target: float = 1.0
     relative_floor: float = 0.3
     max_items: int = 50
+    #: With recall by meaning, corroboration is per channel: BM25 at least ``relative_floor`` of the
+    #: best BM25, or a cosine within ``cosine_margin`` of the best cosine (cosines of unrelated
+    #: memories sit close to the best one's, so a share of the fused score would let in all of them).
+    cosine_margin: float = 0.05
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.coverage_target <= 1.0:
@@ -116,6 +124,21 @@ def _usable(weight: float) -> bool:
     return math.isfinite(weight) and weight > 0.0
 
 
+def _corroboration(candidates: Sequence[Ranked], params: SelectionParams) -> Callable[[Ranked], bool]:
+    """Which candidates the smallest set adds after its cover (``smallest_set``)."""
+    if all(candidate.cosine is None for candidate in candidates):
+        floor = params.relative_floor * max(candidate.score for candidate in candidates)
+        return lambda candidate: candidate.score >= floor
+    lexical_floor = params.relative_floor * max(candidate.lexical or 0.0 for candidate in candidates)
+    cosine_floor = max(candidate.cosine or 0.0 for candidate in candidates) - params.cosine_margin
+
+    def close_to_the_best(candidate: Ranked) -> bool:
+        lexical, cosine = candidate.lexical or 0.0, candidate.cosine or 0.0
+        return (lexical > 0.0 and lexical >= lexical_floor) or (cosine > 0.0 and cosine >= cosine_floor)
+
+    return close_to_the_best
+
+
 def smallest_set(
     candidates: Sequence[Ranked],
     weights: Mapping[str, float],
@@ -159,11 +182,11 @@ def smallest_set(
             chosen.append(best)
             taken.add(best)
             covered.update(term for term in uncovered if term in candidates[best].terms)
-    floor = params.relative_floor * max(candidate.score for candidate in candidates)
+    corroborates = _corroboration(candidates, params)
     for index, candidate in enumerate(candidates):
         if len(chosen) >= params.max_items:
             break
-        if index not in taken and candidate.score >= floor:
+        if index not in taken and corroborates(candidate):
             chosen.append(index)
             taken.add(index)
     chosen.sort(key=lambda index: (-candidates[index].score, index))
