@@ -3,7 +3,7 @@
 Run from the repository root (``bench/README.md``)::
 
     PYTHONPATH=.:local .venv/bin/python bench/recall_cost.py [--quick] [--sizes 1000,10000,100000]
-        [--json PATH] [--profile]
+        [--json PATH] [--profile] [--semantic mini6]
 
 Projects of 1k, 10k and 100k synthetic memories (a Zipf-like vocabulary of 20k made-up words,
 memories of 8-40 words rendered as sentences) are seeded straight into the emulator's backend,
@@ -20,6 +20,16 @@ The emulator runs in a child process (``start_emulator`` + tables from template.
 does the seeding, so that ``time.process_time()`` in this process measures the recall alone:
 deserialization, tokenizing, ranking and packing, with botocore's request/response handling
 included and moto's work excluded. ``--quick``: 1k and 10k only, fewer recalls (< 2 minutes).
+
+``--semantic mini6``: recall by meaning on (issue #19). Every seeded memory is placed: its cells,
+impacts and int8 code are ``place(vector, cells)``'s, as remember writes them, but its vector is
+synthetic (a trained centroid pulled toward a neighbouring one, plus gaussian noise: made-up
+meaning, nearest-cell cosines calibrated on real texts'), since embedding 100k memories would
+take most of an hour; the needles carry their real MiniLM placements. The questions are embedded
+by the real model inside the measured recall (``OPENBLAS_NUM_THREADS=1``, one core as a 1-vCPU
+Lambda). The seeder check also places memories (by the model and synthetically); a lexical-only
+baseline is recalled on a project seeded without placements at the CPU target's size; the write
+units are measured with and without the channel.
 """
 
 # ruff: noqa: E402 - the project imports follow the sys.path set-up below, on purpose.
@@ -43,7 +53,7 @@ import threading
 import time
 import traceback
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -83,20 +93,32 @@ from kaibo_core.api.mapping import new_events, recall_body, recall_query
 from kaibo_core.api.models import RecallRequest, RememberRequest
 from kaibo_core.core import storage_keys
 from kaibo_core.core.clock import format_instant
-from kaibo_core.core.indexing import CORPUS_SHARDS, DF_SHARDS, index_side, memory_terms, plan_index
+from kaibo_core.core.indexing import CORPUS_SHARDS, DF_SHARDS, index_side, memory_plan
 from kaibo_core.core.limits import MAX_EVENTS_PER_BATCH
-from kaibo_core.core.models.memories import PROVISIONAL_CONFIDENCE, MemoryRecord, SourceEventRef
+from kaibo_core.core.models.memories import (
+    PROVISIONAL_CONFIDENCE,
+    MemoryRecord,
+    SemanticPlacement,
+    SourceEventRef,
+)
 from kaibo_core.core.provisional import PROVISIONAL_TYPE, provisional_memory_id
+from kaibo_core.core.semantic.placement import CELL_IMPACT_SCALE, CELL_TERM_PREFIX, place
+from kaibo_core.core.semantic.scoring import SemanticParams
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.text import STOPWORDS, analyze, query_terms
 from kaibo_core.services.recall import RecallParams, RecallService
 from kaibo_core.services.remember import RememberService
+from kaibo_core.services.semantic import SemanticChannel
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
+    import numpy as np
     from moto.dynamodb.models.table import Table
     from mypy_boto3_dynamodb import DynamoDBClient
+    from numpy.typing import NDArray
+
+    from kaibo_core.core.semantic.cells import Cells
 
 # --- The synthetic corpus ------------------------------------------------------------------------
 
@@ -126,6 +148,27 @@ CPU_TARGET_MS: Final = 20.0  # recall CPU p95 at 10k
 CPU_TARGET_SIZE: Final = 10_000
 DRIFT_SAMPLE: Final = 50
 PROFILE_ROWS: Final = 15
+
+# --- Recall by meaning (--semantic) --------------------------------------------------------------
+
+#: Models ``--semantic`` takes: the synthetic vectors are calibrated on this model's space.
+SEMANTIC_MODELS: Final = ("mini6",)
+#: Recall CPU p95 at 10k with recall by meaning on, at most this many times the lexical figure.
+SEMANTIC_CPU_RATIO: Final = 1.5
+SYNTHETIC_SEED: Final = 1919
+#: A synthetic vector: a random centroid, pulled by λ ~ U(0, SYNTHETIC_PULL) toward one of its
+#: SYNTHETIC_NEIGHBOURS nearest centroids, plus gaussian noise of norm σ ~ U(SYNTHETIC_NOISE),
+#: normalised. Calibrated (2026-06) so that the nearest two cells' cosines match those of real
+#: English memories placed by MiniLM (section 2 shows both, each run).
+SYNTHETIC_NEIGHBOURS: Final = 8
+SYNTHETIC_PULL: Final = 0.75
+SYNTHETIC_NOISE: Final = (1.2, 3.6)
+SYNTHETIC_CHUNK: Final = 1024
+#: Corpus-like texts placed by the real model, for the comparison of section 1.
+CALIBRATION_TEXTS: Final = 200
+#: Real English memories (hand-written, tests/data): the other side of that comparison.
+ENGLISH_TEXTS: Final = ROOT / "tests" / "data" / "paraphrase_tuning.json"
+QUANTILES: Final = (0.05, 0.25, 0.5, 0.75, 0.95)
 
 
 @dataclass(frozen=True)
@@ -304,6 +347,81 @@ def memory_record(project: ProjectId, rng: random.Random, index: int, size: int,
     )
 
 
+# --- Synthetic placements (--semantic) -----------------------------------------------------------
+
+
+def synthetic_vectors(cells: Cells, rng: np.random.Generator, count: int) -> NDArray[np.float32]:
+    """``count`` unit vectors near the trained centroids (``SYNTHETIC_*``): a made-up meaning whose
+    nearest cells, and their cosines, look like a real text's."""
+    import numpy as np  # noqa: PLC0415 - only a semantic run pays for numpy
+
+    centroids = cells.centroids
+    similarity = centroids @ centroids.T
+    np.fill_diagonal(similarity, -np.inf)
+    neighbours = np.argsort(-similarity, axis=1)[:, :SYNTHETIC_NEIGHBOURS]
+    anchor = rng.integers(0, cells.count, count)
+    pulled = neighbours[anchor, rng.integers(0, SYNTHETIC_NEIGHBOURS, count)]
+    pull = rng.uniform(0.0, SYNTHETIC_PULL, (count, 1))
+    sigma = rng.uniform(*SYNTHETIC_NOISE, (count, 1))
+    dimensions = centroids.shape[1]
+    noise = rng.standard_normal((count, dimensions)) * sigma / np.sqrt(dimensions)
+    vectors = centroids[anchor] + pull * centroids[pulled] + noise
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return np.asarray(vectors, dtype=np.float32)
+
+
+class SyntheticPlacements:
+    """Placements of synthetic vectors, one per call, deterministic for a seed: ``place()``'s
+    cells, impacts and int8 code, exactly as remember stores a placement (only the vector is made up)."""
+
+    def __init__(self, cells: Cells, seed: int) -> None:
+        import numpy as np  # noqa: PLC0415 - only a semantic run pays for numpy
+
+        self._cells = cells
+        self._rng = np.random.default_rng(seed)
+        self._pending: list[NDArray[np.float32]] = []
+
+    def __call__(self) -> SemanticPlacement:
+        if not self._pending:
+            self._pending = list(synthetic_vectors(self._cells, self._rng, SYNTHETIC_CHUNK))[::-1]
+        return place(self._pending.pop(), self._cells)
+
+
+def nearest_cosines(placement: SemanticPlacement) -> tuple[float, float]:
+    """The cosines of a placement's two nearest cells (its impacts, unscaled)."""
+    (_, first), (_, second) = placement.cells[:2]
+    return first / CELL_IMPACT_SCALE, second / CELL_IMPACT_SCALE
+
+
+@dataclass
+class PlacementProfile:
+    """How a set of placements sits among the cells: nearest-cell cosines and cell occupancy."""
+
+    label: str
+    count: int
+    top1: list[float]  # quantiles QUANTILES of the nearest cell's cosine
+    top2: list[float]  # of the second nearest's
+    cells_used: int  # distinct nearest cells
+    largest_share: float  # of the placements, the share of the most used nearest cell
+
+    @classmethod
+    def of(cls, label: str, placements: Sequence[SemanticPlacement]) -> PlacementProfile:
+        cosines = [nearest_cosines(p) for p in placements]
+        firsts = Counter(p.cells[0][0] for p in placements)
+        return cls(
+            label,
+            len(placements),
+            quantiles([first for first, _ in cosines]),
+            quantiles([second for _, second in cosines]),
+            len(firsts),
+            max(firsts.values()) / len(placements),
+        )
+
+
+def quantiles(values: Sequence[float]) -> list[float]:
+    return [percentile(values, q) for q in QUANTILES]
+
+
 # --- Seeding straight into moto's backend (in the emulator process) ------------------------------
 
 
@@ -349,15 +467,18 @@ class SeedStats:
     corpus_items: int = 0
     seconds: float = 0.0
     doc_freq: dict[str, int] = field(default_factory=dict)  # term -> memories containing it
+    cell_postings: int = 0  # of postings: cells' (placed memories)
+    placements: list[SemanticPlacement] = field(default_factory=list)  # of the placed memories
 
 
 class Seeder:
     """Writes memories with their index into moto's backend: the items ``index_new`` writes.
 
-    Per memory: ``plan_index`` of its ``memory_terms``, its postings (``posting_item``) and its memory item
-    (``memory_item``); the df and corpus shard counters are summed here and stored once per shard
-    item at the end (``index_new`` adds 1 per memory with ``ADD``). Holds ``dynamodb_lock()``
-    while it touches the backend, so requests served meanwhile see consistent tables.
+    Per memory: ``memory_plan`` (its terms and, when placed, its cells), its postings
+    (``posting_item``) and its memory item (``memory_item``); the df and corpus shard counters
+    are summed here and stored once per shard item at the end (``index_new`` adds 1 per memory
+    with ``ADD``). Holds ``dynamodb_lock()`` while it touches the backend, so requests served
+    meanwhile see consistent tables.
     """
 
     def __init__(self, tables: dict[str, str]) -> None:
@@ -394,7 +515,7 @@ class Seeder:
             side = index_side(memory.status)
             if side is None:
                 raise ValueError(f"a {memory.status} memory is not indexed")
-            plan = plan_index(memory.id, memory_terms(memory))
+            plan = memory_plan(memory)
             items = [posting_item(project, memory, side, entry, plan.dl) for entry in plan.entries]
             with dynamodb_lock():
                 for item in items:
@@ -407,6 +528,9 @@ class Seeder:
             terms[plan.corpus_shard] += plan.dl
             stats.memories += 1
             stats.postings += len(items)
+            if memory.semantic is not None:
+                stats.cell_postings += len(memory.semantic.cells)
+                stats.placements.append(memory.semantic)
             if stats.memories % 10_000 == 0:
                 progress(f"  seeded {stats.memories:,} memories ({time.perf_counter() - started:.0f} s)")
         with dynamodb_lock():
@@ -457,17 +581,42 @@ class Question:
 
 
 class CorpusWorld:
-    """The emulator process's side: the vocabulary, the seeder, the projects."""
+    """The emulator process's side: the vocabulary, the seeder, the projects.
 
-    def __init__(self, tables: dict[str, str]) -> None:
+    With ``semantic`` (a model version, ``--semantic``), its trained cells: ``corpus`` can place
+    every memory (synthetic vectors; the needles' placements are given, from the model).
+    """
+
+    def __init__(self, tables: dict[str, str], semantic: str | None = None) -> None:
         self.tables = tables
         self.vocabulary = Vocabulary()
         self.needles = needle_specs(self.vocabulary)
         self.seeder = Seeder(tables)
+        self.cells: Cells | None = None
+        if semantic is not None:
+            from kaibo_core.adapters.semantic_cells import load_cells  # noqa: PLC0415 - semantic runs only
 
-    def corpus(self, project: ProjectId, size: int, organic: int) -> dict[str, Any]:
-        """Seed a project of ``size`` memories (needles included) and make its questions."""
+            self.cells = load_cells(semantic)
+
+    def corpus(
+        self,
+        project: ProjectId,
+        size: int,
+        organic: int,
+        needle_placements: Sequence[SemanticPlacement] | None = None,
+    ) -> dict[str, Any]:
+        """Seed a project of ``size`` memories (needles included) and make its questions.
+
+        ``needle_placements`` (one per needle, in order): every memory is placed, the needles
+        with these, the others with synthetic vectors (``SyntheticPlacements``, seeded by size).
+        Without, nothing is placed. The texts, ids and questions are the same either way.
+        """
         rng = random.Random(f"corpus-{size}")
+        synthetic: SyntheticPlacements | None = None
+        if needle_placements is not None:
+            if self.cells is None or len(needle_placements) != len(self.needles):
+                raise ValueError("placed projects need the world's cells and one placement per needle")
+            synthetic = SyntheticPlacements(self.cells, SYNTHETIC_SEED * 1_000_003 + size)
         needle_at = {int((number + 0.5) * size / NEEDLES): spec for number, spec in enumerate(self.needles)}
         if len(needle_at) != NEEDLES or size < 2 * NEEDLES:
             raise ValueError(f"a project needs at least {2 * NEEDLES} memories")
@@ -487,6 +636,9 @@ class CorpusWorld:
                     if index in organic_at:
                         words_of[index] = words
                 record = memory_record(project, rng, index, size, text)
+                if synthetic is not None and needle_placements is not None:
+                    placement = synthetic() if spec is None else needle_placements[spec.number]
+                    record = replace(record, semantic=placement)
                 if spec is not None:
                     needle_ids[spec.number] = record.id
                 if index in organic_at:
@@ -510,7 +662,7 @@ class CorpusWorld:
             rarest = distinct[-1]
             words = frequent + ([rarest] if rarest not in frequent else [])
             questions.append(Question(needle_ids[-1 - index], "organic", question_text(question_rng, words)))
-        return {
+        seeded = {
             "memories": stats.memories,
             "postings": stats.postings,
             "df_items": stats.df_items,
@@ -518,9 +670,19 @@ class CorpusWorld:
             "seconds": stats.seconds,
             "questions": [asdict(question) for question in questions],  # plain data through the pipe
         }
+        if needle_placements is not None:
+            seeded["cell_postings"] = stats.cell_postings
+            seeded["placements"] = asdict(PlacementProfile.of(f"seeded {size:,}", stats.placements))
+        return seeded
 
     def sample(self, project: ProjectId, count: int) -> list[MemoryRecord]:
         """``count`` corpus-like memories (some long), seeded into ``project``; returned."""
+        records = self.drift_records(project, count)
+        self.seeder.seed(project, records)
+        return records
+
+    def drift_records(self, project: ProjectId, count: int) -> list[MemoryRecord]:
+        """``count`` corpus-like memories (some long) of ``project``, not seeded (``seed``)."""
         rng = random.Random("drift-sample")
         records = []
         for index in range(count):
@@ -528,8 +690,26 @@ class CorpusWorld:
                 rng, rng.randint(80, 200) if index % 10 == 0 else content_length(rng)
             )
             records.append(memory_record(project, rng, index, count, render(rng, words)))
-        self.seeder.seed(project, records)
         return records
+
+    def seed(self, project: ProjectId, records: list[MemoryRecord]) -> int:
+        """Seed ``records`` (placed or not) into ``project``: how many."""
+        return self.seeder.seed(project, records).memories
+
+    def synthetic_placements(self, count: int, seed: int) -> list[SemanticPlacement]:
+        """``count`` placements of synthetic vectors, as ``corpus`` gives its memories."""
+        if self.cells is None:
+            raise ValueError("the world has no cells: start the emulator process with --semantic")
+        synthetic = SyntheticPlacements(self.cells, seed)
+        return [synthetic() for _ in range(count)]
+
+    def needle_texts(self) -> list[str]:
+        return [spec.text for spec in self.needles]
+
+    def corpus_texts(self, count: int) -> list[str]:
+        """Texts made like the corpus's memories (with their own random stream)."""
+        rng = random.Random("calibration-texts")
+        return [render(rng, self.vocabulary.sample(rng, content_length(rng))) for _ in range(count)]
 
     def texts(self, count: int) -> list[str]:
         rng = random.Random("remember-texts")
@@ -555,7 +735,7 @@ class CorpusWorld:
         return found
 
 
-def emulator_main(connection: Connection) -> None:
+def emulator_main(connection: Connection, semantic: str | None = None) -> None:
     """The emulator process: moto on a free port, the tables, then commands from the pipe."""
     from kaibo_local.emulator import start_emulator  # noqa: PLC0415 - emulator process only
     from kaibo_local.template import create_tables, load_template  # noqa: PLC0415
@@ -574,7 +754,7 @@ def emulator_main(connection: Connection) -> None:
             break
         try:
             if world is None:
-                world = CorpusWorld(tables)
+                world = CorpusWorld(tables, semantic)
             reply: Any = getattr(world, command)(*arguments)
             connection.send({"ok": reply})
         except Exception:
@@ -584,12 +764,15 @@ def emulator_main(connection: Connection) -> None:
 
 
 class EmulatorProcess:
-    """The emulator in a child process (spawned), driven through a pipe."""
+    """The emulator in a child process (spawned), driven through a pipe; ``semantic``: its world's
+    cells (a model version)."""
 
-    def __init__(self) -> None:
+    def __init__(self, semantic: str | None = None) -> None:
         context = multiprocessing.get_context("spawn")
         self._connection, child = context.Pipe()
-        self._process = context.Process(target=emulator_main, args=(child,), name="kaibo-bench-emulator")
+        self._process = context.Process(
+            target=emulator_main, args=(child, semantic), name="kaibo-bench-emulator"
+        )
         self._process.start()
         child.close()
         ready: dict[str, Any] = self._connection.recv()
@@ -643,6 +826,11 @@ class DynamoMeter:
     action, 2 units per started KB of the item (a Put's item; an Update's key plus the attributes
     it sets); the StreamHeads index entry of a head write 1 unit per KB. A cancelled transaction's
     writes are counted apart (``cancelled:``).
+
+    ``split:`` counters tell recall by meaning's cells apart (a cell partition's key has ``~``
+    after ``#tc#``/``#th#``), beside the totals they are part of: Query requests, items and read
+    units of words (``terms``, the corpus stats' Query included) and of cells, and the write
+    actions and units of cell postings and their df shards.
     """
 
     def __init__(self, client: DynamoDBClient, tables: dict[str, str]) -> None:
@@ -730,8 +918,12 @@ class DynamoMeter:
                     writes[f"wcu:{part}"] += heads_index_units(item)
             else:
                 size = update_size(spec)
-            writes[f"wcu:{part}"] += write_units(size, transactional=True)
+            units = write_units(size, transactional=True)
+            writes[f"wcu:{part}"] += units
             writes[f"actions:{part}:{kind}"] += 1
+            if _is_cell_partition((spec.get("Item") or spec.get("Key") or {}).get("pk", {}).get("S", "")):
+                writes[f"split:actions:cells:{kind}"] += 1
+                writes["split:wcu:cells"] += units
         if body.get("TransactItems"):
             parts = {self._part.get(a[next(iter(a))]["TableName"], "other") for a in body["TransactItems"]}
             writes[f"transactions:{'events' if 'events' in parts else min(parts)}"] += 1
@@ -748,6 +940,11 @@ class DynamoMeter:
             reads["rcu:Query"] = read_units(
                 sum(item_size(i) for i in items), bool(body.get("ConsistentRead"))
             )
+            pk = body.get("ExpressionAttributeValues", {}).get(":pk", {}).get("S", "")
+            part = "cells" if _is_cell_partition(pk) else "terms"
+            reads[f"split:requests:{part}"] = 1
+            reads[f"split:items:{part}"] = len(items)
+            reads[f"split:rcu:{part}"] = reads["rcu:Query"]
             with self._lock:
                 self.query_sizes.append(len(items))
         elif operation == "BatchGetItem":
@@ -764,6 +961,11 @@ class DynamoMeter:
             reads["items:GetItem"] = 1 if item else 0
             reads["rcu:GetItem"] = read_units(item_size(item), bool(body.get("ConsistentRead")))
         return reads
+
+
+def _is_cell_partition(pk: str) -> bool:
+    """A postings partition of a cell (``<project>#tc#~<version>.<cell>``, or ``#th#``)."""
+    return f"#tc#{CELL_TERM_PREFIX}" in pk or f"#th#{CELL_TERM_PREFIX}" in pk
 
 
 class ConnectionMeter:
@@ -851,19 +1053,43 @@ def _normalized(items: list[dict[str, Any]], project: str) -> dict[tuple[str, st
     return found
 
 
-def check_seeder(emulator: EmulatorProcess, store: DynamoMemoryStore, report: Report) -> dict[str, Any]:
+def check_seeder(
+    emulator: EmulatorProcess,
+    store: DynamoMemoryStore,
+    report: Report,
+    channel: SemanticChannel | None = None,
+) -> dict[str, Any]:
+    """The seeder's items against ``index_new``'s; with ``channel``, of placed memories: half
+    placed by the model, half by the seeder's synthetic vectors."""
     seeded_project, real_project = ProjectId("prj_driftseeded"), ProjectId("prj_driftindexnew")
-    records: list[MemoryRecord] = emulator.call("sample", seeded_project, DRIFT_SAMPLE)
+    records: list[MemoryRecord]
+    by_model = 0
+    if channel is None:
+        records = emulator.call("sample", seeded_project, DRIFT_SAMPLE)
+    else:
+        drafts: list[MemoryRecord] = emulator.call("drift_records", seeded_project, DRIFT_SAMPLE)
+        by_model = len(drafts) // 2
+        synthetic: list[SemanticPlacement] = emulator.call(
+            "synthetic_placements", len(drafts) - by_model, SYNTHETIC_SEED
+        )
+        records = channel.place(drafts[:by_model]) + [
+            replace(draft, semantic=placement)
+            for draft, placement in zip(drafts[by_model:], synthetic, strict=True)
+        ]
+        if any(record.semantic is None for record in records):
+            raise RuntimeError("a drift-check memory was left unplaced")
+        emulator.call("seed", seeded_project, records)
     for record in records:
         if not store.index_new(replace(record, project_id=real_project)):
             raise RuntimeError("index_new found the drift-check memory already stored")
     seeded: dict[str, list[dict[str, Any]]] = emulator.call("dump", seeded_project)
     real: dict[str, list[dict[str, Any]]] = emulator.call("dump", real_project)
-    compared = 0
+    compared = cell_items = 0
     differences: list[str] = []
     for table in ("MemoriesTable", "TermIndexTable"):
         mine, theirs = _normalized(seeded[table], seeded_project), _normalized(real[table], real_project)
         compared += len(theirs)
+        cell_items += sum(1 for pk, _ in theirs if _is_cell_partition(pk))
         for item_key in sorted(mine.keys() | theirs.keys()):
             if mine.get(item_key) != theirs.get(item_key):
                 differences.append(
@@ -876,11 +1102,22 @@ def check_seeder(emulator: EmulatorProcess, store: DynamoMemoryStore, report: Re
         f"the {compared:,} stored items (memories, postings, df shards, corpus shards) compared "
         f"attribute for attribute: **{'identical' if not differences else f'{len(differences)} DIFFER'}**."
     )
+    if channel is not None:
+        report.line()
+        report.line(
+            f"Recall by meaning: every one of them placed, {by_model} by the model "
+            f"(`SemanticChannel.place`) and {len(records) - by_model} by the seeder's synthetic vectors "
+            f"(`SyntheticPlacements`), the same placements given to both: memory items with `sem`, "
+            f"{cell_items:,} cell items compared among them (postings with `v`, the cells' df shards)."
+        )
     if differences:
         for difference in differences[:10]:
             report.line(f"- {difference}")
         raise RuntimeError("the seeder drifted from index_new; see the differences above")
-    return {"memories": len(records), "items": compared, "identical": not differences}
+    checked: dict[str, Any] = {"memories": len(records), "items": compared, "identical": not differences}
+    if channel is not None:
+        checked |= {"placed_by_model": by_model, "cell_items": cell_items}
+    return checked
 
 
 # --- 2. Recall cost per project size ---------------------------------------------------------------
@@ -908,6 +1145,30 @@ class RecallSample:
     fetched: int
     items: int
     distinctive_df: int
+    # Recall by meaning (0 without): cells read, their postings, the candidates they gave, and the
+    # CPU of embedding the question and finding its cells (of cpu_ms).
+    cells: int = 0
+    cell_postings_read: int = 0
+    semantic_candidates: int = 0
+    embed_cpu_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class TimedChannel(SemanticChannel):
+    """The semantic channel, with the process CPU of each question's embedding (and its cells)."""
+
+    spent: list[float] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, channel: SemanticChannel) -> TimedChannel:
+        return cls(channel.embedder, channel.cells, channel.params)
+
+    def question(self, text: str) -> tuple[NDArray[np.float32], list[str]]:
+        started = time.process_time()
+        try:
+            return super().question(text)
+        finally:
+            self.spent.append(time.process_time() - started)
 
 
 class ProfiledTermIndex(DynamoTermIndex):
@@ -934,10 +1195,12 @@ def run_recalls(
     service: RecallService, harness: Harness, project: ProjectId, questions: Sequence[Question]
 ) -> list[RecallSample]:
     meter, connections, collector = harness.meter, harness.connections, harness.collector
+    embeds = [] if harness.channel is None else harness.channel.spent
     samples: list[RecallSample] = []
     for question in questions:
         query = recall_query(RecallRequest(question=question.text, budget=BUDGET))
         before = meter.snapshot()
+        first_embed = len(embeds)
         first_query = len(meter.query_sizes)
         connects, connect_cpu = connections.snapshot()
         gc_cpu, full_collections = collector.snapshot()
@@ -977,6 +1240,10 @@ def run_recalls(
                 fetched=stats.fetched,
                 items=len(answer["items"]),
                 distinctive_df=question.distinctive_df,
+                cells=stats.cells,
+                cell_postings_read=stats.cell_postings_read,
+                semantic_candidates=stats.semantic_candidates,
+                embed_cpu_ms=sum(embeds[first_embed:]) * 1000,
             )
         )
     return samples
@@ -999,6 +1266,13 @@ class SizeResult:
     emulator_mb: tuple[float, float]
     samples: list[RecallSample]
     profile: str | None = None
+    #: Recall by meaning: the memories placed and the recalls through the channel.
+    placed: bool = False
+
+    @property
+    def label(self) -> str:
+        """The project in a table: its size, and whether its recalls used the model (semantic runs)."""
+        return f"{self.size:,} {'on' if self.placed else 'off'}"
 
     def mean(self, name: str) -> float:
         return statistics.fmean(s.counts.get(name, 0.0) for s in self.samples)
@@ -1052,6 +1326,20 @@ class SizeResult:
             "organic_answered_rate": answered_rate(self.samples, "organic"),
             "max_query_items": max((q for s in self.samples for q in s.queries), default=0),
             "abstained": sum(s.abstained for s in self.samples),
+            "semantic": self.placed,
+            "label": self.label,
+            "rcu_split_mean": {
+                "terms_query": self.mean("split:rcu:terms"),
+                "cells_query": self.mean("split:rcu:cells"),
+                "batchget": self.mean("rcu:BatchGetItem"),
+            },
+            "cells_per_recall": statistics.fmean(s.cells for s in self.samples),
+            "cell_postings_per_recall": statistics.fmean(s.cell_postings_read for s in self.samples),
+            "semantic_candidates_per_recall": statistics.fmean(s.semantic_candidates for s in self.samples),
+            "embed_cpu_ms": {
+                "p50": percentile([s.embed_cpu_ms for s in self.samples], 0.5),
+                "p95": percentile([s.embed_cpu_ms for s in self.samples], 0.95),
+            },
             "per_recall": [
                 {
                     "kind": s.kind,
@@ -1068,6 +1356,9 @@ class SizeResult:
                     "queries": s.queries,
                     "postings_read": s.postings_read,
                     "candidates": s.candidates,
+                    "cell_postings_read": s.cell_postings_read,
+                    "semantic_candidates": s.semantic_candidates,
+                    "embed_cpu_ms": round(s.embed_cpu_ms, 3),
                 }
                 for s in self.samples
             ],
@@ -1102,27 +1393,46 @@ class Harness:
     collector: GcMeter
     #: What recall reads through: ``DirectDynamoReads`` (as the recall function) or the client.
     reads: DynamoDBClient | DirectDynamoReads
+    #: Recall by meaning (``--semantic``): the real model's channel, its question CPU timed.
+    channel: TimedChannel | None = None
 
 
-def bench_size(harness: Harness, size: int, sizes: Sizes, profile: bool) -> SizeResult:
+def bench_size(
+    harness: Harness,
+    size: int,
+    sizes: Sizes,
+    profile: bool,
+    needle_placements: Sequence[SemanticPlacement] | None = None,
+) -> SizeResult:
+    """Seed a project of ``size`` memories and recall its questions. With ``needle_placements``
+    (``--semantic``), every memory placed and the recalls through ``harness.channel``; a
+    semantic run's project without them is the lexical baseline (``prj_recall<size>off``)."""
     emulator, client = harness.emulator, harness.client
-    project = ProjectId(f"prj_recall{size_name(size)}")
-    progress(f"seeding {size:,} memories into {project} ...")
-    seeding: dict[str, Any] = emulator.call("corpus", project, size, sizes.recalls - NEEDLES)
+    placed = needle_placements is not None
+    if placed and harness.channel is None:
+        raise ValueError("a placed project is recalled through the harness's channel")
+    baseline = harness.channel is not None and not placed
+    project = ProjectId(f"prj_recall{size_name(size)}{'off' if baseline else ''}")
+    progress(f"seeding {size:,} memories into {project}{' (placed)' if placed else ''} ...")
+    arguments: tuple[Any, ...] = (project, size, sizes.recalls - NEEDLES)
+    if needle_placements is not None:
+        arguments += (list(needle_placements),)
+    seeding: dict[str, Any] = emulator.call("corpus", *arguments)
     progress(f"  done: {seeding['postings']:,} postings in {seeding['seconds']:.0f} s")
     tables = emulator.tables
     reads = harness.reads
     memories = DynamoMemoryStore(client, tables["MemoriesTable"], tables["TermIndexTable"], reads=reads)
-    service = RecallService(DynamoTermIndex(reads, tables["TermIndexTable"]), memories)
+    channel = harness.channel if placed else None
+    service = RecallService(DynamoTermIndex(reads, tables["TermIndexTable"]), memories, semantic=channel)
     questions = [Question(**question) for question in seeding["questions"]]
     warmup = [replace(q, kind="warmup") for q in questions[NEEDLES : NEEDLES + sizes.warmup]]
     run_recalls(service, harness, project, warmup)
     progress(f"  {len(questions)} recalls ...")
     samples = run_recalls(service, harness, project, questions)
-    result = SizeResult(size, seeding, emulator.memory_mb(), samples)
-    if profile and size == profile_size(sizes):
+    result = SizeResult(size, seeding, emulator.memory_mb(), samples, placed=placed)
+    if profile and size == profile_size(sizes) and not baseline:
         index = ProfiledTermIndex(harness.reads, tables["TermIndexTable"])
-        profiled = RecallService(index, memories)
+        profiled = RecallService(index, memories, semantic=channel)
         result.profile = profile_text(profiled, index, project, questions[: sizes.profiled_recalls])
     return result
 
@@ -1131,10 +1441,17 @@ def profile_size(sizes: Sizes) -> int:
     return CPU_TARGET_SIZE if CPU_TARGET_SIZE in sizes.projects else sizes.projects[len(sizes.projects) // 2]
 
 
-def report_recalls(results: Sequence[SizeResult], report: Report) -> dict[str, Any]:
+def report_recalls(
+    results: Sequence[SizeResult], report: Report, real: Sequence[PlacementProfile] = ()
+) -> dict[str, Any]:
+    """Section 2; ``real``: the model's placements of real texts (semantic runs), beside the seeded ones."""
+    semantic = any(r.placed for r in results)
     report.title(f"2. Recall cost per project size (budget {BUDGET}, {len(results[0].samples)} recalls each)")
     report_seeding(results, report)
     report.line()
+    if semantic:
+        report_placements(results, real, report)
+        report.line()
     summaries = [r.summary() for r in results]
     report_cost(summaries, report)
     report.line()
@@ -1144,113 +1461,185 @@ def report_recalls(results: Sequence[SizeResult], report: Report) -> dict[str, A
     report.line()
     report_read_path(results, report)
     report.line()
-    report_recall_notes(report)
+    report_recall_notes(report, semantic)
     return {"sizes": summaries}
 
 
 def report_seeding(results: Sequence[SizeResult], report: Report) -> None:
     """The projects: what was seeded, how long it took, the emulator's memory."""
+    semantic = any(r.placed for r in results)
+    headers = ["memories", "postings", "df shard items", "seed s", "emulator RSS MB", "emulator peak MB"]
+    rows: list[list[object]] = [
+        [
+            r.seeding["memories"],
+            r.seeding["postings"],
+            r.seeding["df_items"],
+            r.seeding["seconds"],
+            r.emulator_mb[0],
+            r.emulator_mb[1],
+        ]
+        for r in results
+    ]
+    if semantic:
+        headers[0:1] = ["memories, recall by meaning", "placed"]
+        headers.insert(3, "of which cell postings")
+        for row, r in zip(rows, results, strict=True):
+            row[0:1] = [r.label, "yes" if r.placed else "no"]
+            row.insert(3, r.seeding.get("cell_postings", 0))
+    report.table(headers, rows)
+
+
+def report_placements(
+    results: Sequence[SizeResult], real: Sequence[PlacementProfile], report: Report
+) -> None:
+    """Where memories sit among the cells: texts placed by the model vs the seeded placements."""
+    profiles = [*real, *(PlacementProfile(**r.seeding["placements"]) for r in results if r.placed)]
+    named = "/".join(f"p{round(q * 100)}" for q in QUANTILES)
+    report.line(
+        "The placements: cosine of a memory to its nearest and second nearest cell (its two cells' "
+        f"impacts), {named}, and how many distinct nearest cells its memories have:"
+    )
+    report.line()
     report.table(
-        ["memories", "postings", "df shard items", "seed s", "emulator RSS MB", "emulator peak MB"],
+        [
+            "placements",
+            "count",
+            f"nearest cell cosine {named}",
+            f"2nd cell cosine {named}",
+            "cells used",
+            "largest cell's share",
+        ],
         [
             [
-                r.seeding["memories"],
-                r.seeding["postings"],
-                r.seeding["df_items"],
-                r.seeding["seconds"],
-                r.emulator_mb[0],
-                r.emulator_mb[1],
+                p.label,
+                p.count,
+                " / ".join(f"{v:.2f}" for v in p.top1),
+                " / ".join(f"{v:.2f}" for v in p.top2),
+                p.cells_used,
+                f"{100 * p.largest_share:.1f} %",
             ]
-            for r in results
+            for p in profiles
         ],
     )
+    report.line()
+    report.line(
+        "Seeded: synthetic vectors (a centroid chosen uniformly, pulled toward one of its "
+        f"{SYNTHETIC_NEIGHBOURS} nearest centroids by U(0, {SYNTHETIC_PULL}), gaussian noise of norm "
+        f"U{SYNTHETIC_NOISE}, normalised), placed by `place()`; the {NEEDLES} needles carry their real "
+        "placements. The noise is fitted to the English memories' cosines. The corpus texts are made of "
+        "made-up words, which the model lumps together in a few cells (see the row above): seeding that "
+        "crowding would be an artefact of the synthetic vocabulary, and it would flatter the read ratio "
+        "(a 1k project's probed cells would already be full), so the seeded memories spread over all "
+        "cells, as varied real memories do."
+    )
+
+
+#: A column of section 2's cost table: its header, and its value in a project's summary.
+Column = tuple[str, Callable[[dict[str, Any]], object]]
+
+
+def _cost_columns(semantic: bool) -> list[Column]:
+    """The cost table's columns: today's; a semantic run's with read units per kind of read and
+    the question's embedding."""
+    first: Column = (
+        ("memories, recall by meaning", lambda s: s["label"])
+        if semantic
+        else ("memories", lambda s: s["seeding"]["memories"])
+    )
+    reads: list[Column] = [
+        ("Query/recall", lambda s: s["query_per_recall"]),
+        ("BatchGetItem/recall", lambda s: s["batchget_per_recall"]),
+        ("items read", lambda s: s["items_read"]),
+        ("KB read", lambda s: s["kb_read"]),
+        ("RCU p50", lambda s: s["rcu"]["p50"]),
+        ("RCU p95", lambda s: s["rcu"]["p95"]),
+        ("RCU mean", lambda s: s["rcu"]["mean"]),
+    ]
+    parts: list[Column] = (
+        [
+            ("of which terms Query", lambda s: s["rcu_split_mean"]["terms_query"]),
+            ("of which cells Query", lambda s: s["rcu_split_mean"]["cells_query"]),
+            ("of which BatchGetItem", lambda s: s["rcu_split_mean"]["batchget"]),
+        ]
+        if semantic
+        else [("of which Query", lambda s: s["rcu_query_mean"])]
+    )
+    cpu: list[Column] = [
+        ("CPU ms p50", lambda s: s["cpu_ms"]["p50"]),
+        ("CPU ms p95", lambda s: s["cpu_ms"]["p95"]),
+        ("CPU ms p50 pooled", lambda s: s["cpu_ms_pooled"]["p50"]),
+        ("CPU ms p95 pooled", lambda s: s["cpu_ms_pooled"]["p95"]),
+    ]
+    embed: list[Column] = (
+        [
+            ("of which question embedding ms p50", lambda s: s["embed_cpu_ms"]["p50"]),
+            ("question embedding ms p95", lambda s: s["embed_cpu_ms"]["p95"]),
+        ]
+        if semantic
+        else []
+    )
+    rest: list[Column] = [
+        ("of which GC ms (mean)", lambda s: s["gc_cpu_ms_mean"]),
+        ("wall ms p50", lambda s: s["wall_ms"]["p50"]),
+        ("wall ms p95", lambda s: s["wall_ms"]["p95"]),
+        ("needle hit rate", lambda s: f"{s['needle_hit_rate']:.1f} %"),
+    ]
+    return [first, *reads, *parts, *cpu, *embed, *rest]
 
 
 def report_cost(summaries: Sequence[dict[str, Any]], report: Report) -> None:
     """Per project size: requests, items and bytes read, read units, CPU, wall time, hit rate."""
-    report.table(
-        [
-            "memories",
-            "Query/recall",
-            "BatchGetItem/recall",
-            "items read",
-            "KB read",
-            "RCU p50",
-            "RCU p95",
-            "RCU mean",
-            "of which Query",
-            "CPU ms p50",
-            "CPU ms p95",
-            "CPU ms p50 pooled",
-            "CPU ms p95 pooled",
-            "of which GC ms (mean)",
-            "wall ms p50",
-            "wall ms p95",
-            "needle hit rate",
-        ],
-        [
-            [
-                s["seeding"]["memories"],
-                s["query_per_recall"],
-                s["batchget_per_recall"],
-                s["items_read"],
-                s["kb_read"],
-                s["rcu"]["p50"],
-                s["rcu"]["p95"],
-                s["rcu"]["mean"],
-                s["rcu_query_mean"],
-                s["cpu_ms"]["p50"],
-                s["cpu_ms"]["p95"],
-                s["cpu_ms_pooled"]["p50"],
-                s["cpu_ms_pooled"]["p95"],
-                s["gc_cpu_ms_mean"],
-                s["wall_ms"]["p50"],
-                s["wall_ms"]["p95"],
-                f"{s['needle_hit_rate']:.1f} %",
-            ]
-            for s in summaries
-        ],
-    )
+    columns = _cost_columns(any(s["semantic"] for s in summaries))
+    report.table([header for header, _ in columns], [[value(s) for _, value in columns] for s in summaries])
 
 
 def report_read_path(results: Sequence[SizeResult], report: Report) -> None:
     """Per project size: hit rate by needle kind, and what the recalls read."""
-    report.table(
+    semantic = any(r.placed for r in results)
+    headers = [
+        "memories, recall by meaning" if semantic else "memories",
+        *(f"{kind} ({sum(1 for s in results[0].samples if s.kind == kind)})" for kind in NEEDLE_KINDS),
+        f"organic ({sum(1 for s in results[0].samples if s.kind == 'organic')})",
+        "organic answered",
+        "rare word df (median)",
+        "terms/recall",
+        "postings read/recall",
+        "truncated terms/recall",
+        "candidates/recall",
+        "largest Query (items)",
+        "retries",
+        "abstained",
+    ]
+    rows: list[list[object]] = [
         [
-            "memories",
-            *(f"{kind} ({sum(1 for s in results[0].samples if s.kind == kind)})" for kind in NEEDLE_KINDS),
-            f"organic ({sum(1 for s in results[0].samples if s.kind == 'organic')})",
-            "organic answered",
-            "rare word df (median)",
-            "terms/recall",
-            "postings read/recall",
-            "truncated terms/recall",
-            "candidates/recall",
-            "largest Query (items)",
-            "retries",
-            "abstained",
-        ],
-        [
-            [
-                r.size,
-                *(f"{hit_rate(r.samples, kind):.0f} %" for kind in NEEDLE_KINDS),
-                f"{hit_rate(r.samples, 'organic'):.0f} %",
-                f"{answered_rate(r.samples, 'organic'):.0f} %",
-                statistics.median(s.distinctive_df for s in r.samples if s.kind in ("rare1", "rare2")),
-                statistics.fmean(s.terms for s in r.samples),
-                statistics.fmean(s.postings_read for s in r.samples),
-                statistics.fmean(s.truncated_terms for s in r.samples),
-                statistics.fmean(s.candidates for s in r.samples),
-                max((q for s in r.samples for q in s.queries), default=0),
-                int(sum(s.counts.get("attempts", 0) - total(s.counts, "requests:") for s in r.samples)),
-                sum(s.abstained for s in r.samples),
+            r.label if semantic else r.size,
+            *(f"{hit_rate(r.samples, kind):.0f} %" for kind in NEEDLE_KINDS),
+            f"{hit_rate(r.samples, 'organic'):.0f} %",
+            f"{answered_rate(r.samples, 'organic'):.0f} %",
+            statistics.median(s.distinctive_df for s in r.samples if s.kind in ("rare1", "rare2")),
+            statistics.fmean(s.terms for s in r.samples),
+            statistics.fmean(s.postings_read for s in r.samples),
+            statistics.fmean(s.truncated_terms for s in r.samples),
+            statistics.fmean(s.candidates for s in r.samples),
+            max((q for s in r.samples for q in s.queries), default=0),
+            int(sum(s.counts.get("attempts", 0) - total(s.counts, "requests:") for s in r.samples)),
+            sum(s.abstained for s in r.samples),
+        ]
+        for r in results
+    ]
+    if semantic:
+        at = headers.index("candidates/recall") + 1
+        headers[at:at] = ["cells/recall", "cell postings read/recall", "semantic candidates/recall"]
+        for row, r in zip(rows, results, strict=True):
+            row[at:at] = [
+                statistics.fmean(s.cells for s in r.samples),
+                statistics.fmean(s.cell_postings_read for s in r.samples),
+                statistics.fmean(s.semantic_candidates for s in r.samples),
             ]
-            for r in results
-        ],
-    )
+    report.table(headers, rows)
 
 
-def report_recall_notes(report: Report) -> None:
+def report_recall_notes(report: Report, semantic: bool = False) -> None:
     """What the columns of section 2 mean and how they were measured."""
     for kind, description in NEEDLE_KINDS.items():
         report.line(f"- `{kind}`: {description}.")
@@ -1286,12 +1675,35 @@ def report_recall_notes(report: Report) -> None:
         "(`gc.callbacks`), included in both; what the process held before the first recall is frozen "
         "(`gc.freeze()`), as the recall handler freezes what its import built."
     )
+    if semantic:
+        params = SemanticParams()
+        report.line()
+        report.line(
+            f"Recall by meaning (`on` rows): each question embedded by the real model (`RecallService(..., "
+            f"semantic=channel)`), its {params.probes} nearest cells read (a Query each, at most "
+            f"{params.postings_per_cell} postings + {DF_SHARDS} df shards, in the terms' wave), up to "
+            f"{params.candidates} semantic candidates fetched with the lexical ones. terms Query: the words' "
+            "Queries (and the corpus stats' when its cache is stale); cells Query: the cells' (a partition "
+            "whose key has `~` after `#tc#`); BatchGetItem: the memory items. question embedding: the "
+            "process CPU of `SemanticChannel.question` (tokenizing, the forward pass, the nearest cells), "
+            "part of the recall CPU. `off` rows: recall without the channel, on a project of the same texts "
+            "seeded without placements (today's recall, measured in the same run)."
+        )
 
 
 def report_targets(results: Sequence[SizeResult], report: Report) -> dict[str, Any]:
+    """Section 3; in a semantic run, read units with recall by meaning on, and its CPU against the
+    lexical baseline's."""
     report.title("3. Targets")
-    by_size = {r.size: r for r in results}
+    semantic = any(r.placed for r in results)
+    by_size = {r.size: r for r in results if r.placed == semantic}
     verdicts: dict[str, Any] = {}
+    if semantic:
+        report.line(
+            "Recall by meaning on (the `on` projects): seeded memories with synthetic vectors, questions "
+            "embedded by the real model; the `off` project is the lexical baseline."
+        )
+        report.line()
     small, large = by_size.get(1_000), by_size.get(100_000)
     if small and large:
         ratio = statistics.fmean(large.rcus()) / statistics.fmean(small.rcus())
@@ -1306,10 +1718,26 @@ def report_targets(results: Sequence[SizeResult], report: Report) -> dict[str, A
             f"**{'met' if met else 'MISSED'}**."
         )
         verdicts["rcu"] = {"ratio": ratio, "p95_ratio": p95_ratio, "hit_drop_points": drop, "met": met}
+        if semantic:
+            parts = (
+                ("terms Query", "split:rcu:terms"),
+                ("cells Query", "split:rcu:cells"),
+                ("BatchGetItem", "rcu:BatchGetItem"),
+            )
+            report.line(
+                "  - mean read units per recall at 1k -> 100k: "
+                + "; ".join(f"{name} {small.mean(c):.1f} -> {large.mean(c):.1f}" for name, c in parts)
+                + "."
+            )
     else:
         report.line("- Read units at 100k / at 1k: not measured (needs the 1k and 100k projects).")
     cpu = by_size.get(CPU_TARGET_SIZE)
-    if cpu:
+    lexical = next((r for r in results if r.size == CPU_TARGET_SIZE and not r.placed), None)
+    if semantic and cpu and lexical:
+        verdicts["cpu"] = report_semantic_cpu(cpu, lexical, report)
+    elif semantic:
+        report.line("- Recall CPU p95 at 10k, on / off: not measured (needs the 10k project).")
+    elif cpu:
         p95 = percentile(cpu.pooled_cpu(), 0.95)
         raw = percentile([s.cpu_ms for s in cpu.samples], 0.95)
         met = p95 <= CPU_TARGET_MS
@@ -1320,30 +1748,78 @@ def report_targets(results: Sequence[SizeResult], report: Report) -> dict[str, A
         verdicts["cpu"] = {"p95_ms": p95, "p95_ms_with_connects": raw, "met": met}
     else:
         report.line("- Recall CPU p95 at 10k: not measured.")
+    if semantic:
+        report.line(
+            "- Write units per chat message, with and without recall by meaning: section 4 (no target)."
+        )
     return verdicts
+
+
+def report_semantic_cpu(on: SizeResult, off: SizeResult, report: Report) -> dict[str, Any]:
+    """Recall CPU p95 at the target size with recall by meaning on, against the lexical baseline."""
+    p95, p95_off = percentile(on.pooled_cpu(), 0.95), percentile(off.pooled_cpu(), 0.95)
+    raw, raw_off = (percentile([s.cpu_ms for s in r.samples], 0.95) for r in (on, off))
+    embed = percentile([s.embed_cpu_ms for s in on.samples], 0.95)
+    ratio = p95 / p95_off
+    met = ratio <= SEMANTIC_CPU_RATIO
+    report.line(
+        f"- Recall CPU p95 at 10k: **{p95:.1f} ms** pooled with recall by meaning vs **{p95_off:.1f} ms** "
+        f"without (same run, same texts): **{ratio:.2f}x**, target <= {SEMANTIC_CPU_RATIO}x: "
+        f"**{'met' if met else 'MISSED'}** (with a new connection per request {raw:.1f} vs "
+        f"{raw_off:.1f} ms; the question's embedding alone p95 {embed:.1f} ms; the lexical target "
+        f"<= {CPU_TARGET_MS:.0f} ms: {'met' if p95 <= CPU_TARGET_MS else 'missed'} on, "
+        f"{'met' if p95_off <= CPU_TARGET_MS else 'missed'} off)."
+    )
+    return {
+        "p95_ms": p95,
+        "p95_ms_off": p95_off,
+        "ratio": ratio,
+        "p95_ms_with_connects": raw,
+        "p95_ms_with_connects_off": raw_off,
+        "embed_p95_ms": embed,
+        "met": met,
+    }
 
 
 # --- 4. Write units per remembered event ----------------------------------------------------------
 
 
-def bench_writes(
-    emulator: EmulatorProcess, client: DynamoDBClient, meter: DynamoMeter, sizes: Sizes, report: Report
+def bench_writes(  # noqa: PLR0917 - the run's parts, and the channel
+    emulator: EmulatorProcess,
+    client: DynamoDBClient,
+    meter: DynamoMeter,
+    sizes: Sizes,
+    report: Report,
+    channel: SemanticChannel | None = None,
 ) -> list[dict[str, Any]]:
+    """Section 4; with ``channel``, the same remembers without it, then with it (placed memories)."""
     rows = measure_writes(emulator, client, meter, sizes)
+    if channel is not None:
+        for row in rows:
+            row["semantic"] = False
+        placed = measure_writes(emulator, client, meter, sizes, channel, "prj_remembersem")
+        rows += [{**row, "semantic": True} for row in placed]
     report_writes(rows, report)
     return rows
 
 
-def measure_writes(
-    emulator: EmulatorProcess, client: DynamoDBClient, meter: DynamoMeter, sizes: Sizes
+def measure_writes(  # noqa: PLR0917 - the run's parts, and the channel's
+    emulator: EmulatorProcess,
+    client: DynamoDBClient,
+    meter: DynamoMeter,
+    sizes: Sizes,
+    channel: SemanticChannel | None = None,
+    project_id: str = "prj_remember",
 ) -> list[dict[str, Any]]:
-    """Sequential remembers of 1 and of ``MAX_EVENTS_PER_BATCH`` events: what they wrote, per event."""
+    """Sequential remembers of 1 and of ``MAX_EVENTS_PER_BATCH`` events: what they wrote, per event
+    (with ``channel``, each memory placed by the model, as remember places it)."""
     tables = emulator.tables
     service = RememberService(
         DynamoEventStore(client, tables["EventsTable"], tables["IdempotencyTable"]),
         memories=DynamoMemoryStore(client, tables["MemoriesTable"], tables["TermIndexTable"]),
+        semantic=channel,
     )
-    project = ProjectId("prj_remember")
+    project = ProjectId(project_id)
     runs = ((1, sizes.single_calls), (MAX_EVENTS_PER_BATCH, sizes.batch_calls))
     texts = iter(emulator.call("texts", sum(batch * (calls + 1) for batch, calls in runs)))
     serial = itertools.count()
@@ -1386,6 +1862,8 @@ def measure_writes(
                 "updates_per_event": c.get("actions:index:Update", 0) / events,
                 "rcu_per_event": total(c, "rcu:") / events,
                 "cancelled_transactions": c.get("errors:TransactionCanceledException", 0),
+                "cell_postings_per_event": c.get("split:actions:cells:Put", 0) / events,
+                "cells_wcu_per_event": c.get("split:wcu:cells", 0) / events,
             }
         )
     return rows
@@ -1393,37 +1871,46 @@ def measure_writes(
 
 def report_writes(rows: Sequence[dict[str, Any]], report: Report) -> None:
     report.title("4. Write units per remembered event (RememberService with the event and memory stores)")
-    report.table(
+    semantic = any("semantic" in r for r in rows)
+    headers = [
+        "batch",
+        "calls",
+        "requests/event",
+        "event txns/event",
+        "index txns/event",
+        "postings/event",
+        "df+corpus updates/event",
+        "events-part WCU/event",
+        "index-part WCU/event",
+        "total WCU/event",
+        "RCU/event",
+    ]
+    table: list[list[object]] = [
         [
-            "batch",
-            "calls",
-            "requests/event",
-            "event txns/event",
-            "index txns/event",
-            "postings/event",
-            "df+corpus updates/event",
-            "events-part WCU/event",
-            "index-part WCU/event",
-            "total WCU/event",
-            "RCU/event",
-        ],
-        [
-            [
-                r["batch"],
-                r["calls"],
-                r["requests_per_event"],
-                r["event_transactions_per_event"],
-                r["index_transactions_per_event"],
-                r["postings_per_event"],
-                r["updates_per_event"],
-                r["events_wcu_per_event"],
-                r["index_wcu_per_event"],
-                r["events_wcu_per_event"] + r["index_wcu_per_event"],
-                r["rcu_per_event"],
-            ]
-            for r in rows
-        ],
-    )
+            r["batch"],
+            r["calls"],
+            r["requests_per_event"],
+            r["event_transactions_per_event"],
+            r["index_transactions_per_event"],
+            r["postings_per_event"],
+            r["updates_per_event"],
+            r["events_wcu_per_event"],
+            r["index_wcu_per_event"],
+            r["events_wcu_per_event"] + r["index_wcu_per_event"],
+            r["rcu_per_event"],
+        ]
+        for r in rows
+    ]
+    if semantic:
+        headers.insert(1, "recall by meaning")
+        at = headers.index("postings/event") + 1
+        headers[at:at] = ["of which cell postings/event"]
+        headers.insert(headers.index("index-part WCU/event") + 1, "of which cells' WCU/event")
+        for row, r in zip(table, rows, strict=True):
+            row.insert(1, "on" if r["semantic"] else "off")
+            row.insert(at, r["cell_postings_per_event"])
+            row.insert(headers.index("of which cells' WCU/event"), r["cells_wcu_per_event"])
+    report.table(headers, table)
     report.line()
     report.line(
         "Sequential remembers into one existing stream, in this process (no HTTP front, no authorizer); each "
@@ -1437,14 +1924,33 @@ def report_writes(rows: Sequence[dict[str, Any]], report: Report) -> None:
         "indexing of a batch never conflicts on a df shard here; on DynamoDB it can, and each retry costs "
         "its writes again)."
     )
+    if semantic:
+        report.line()
+        report.line(
+            "Recall by meaning `on`: `RememberService(..., semantic=channel)`, each memory placed by the "
+            "real model before indexing (its CPU not measured here), so the index part also holds its cell "
+            "postings (with the vector, `v`), their df shard ADDs, and the memory item's `sem`; `off`: the "
+            "same messages without the channel, into another project."
+        )
 
 
 # --- Main -----------------------------------------------------------------------------------------
 
 
-def run(sizes: Sizes, profile: bool, report: Report, direct: bool = True) -> dict[str, Any]:
+def run(
+    sizes: Sizes, profile: bool, report: Report, direct: bool = True, semantic: str | None = None
+) -> dict[str, Any]:
+    channel: TimedChannel | None = None
+    if semantic is not None:
+        from kaibo_core.runtime.wiring import build_semantic_channel  # noqa: PLC0415 - semantic runs only
+
+        progress(f"loading the {semantic} model and its cells ...")
+        built = build_semantic_channel(semantic)
+        if built is None:
+            raise ValueError(f"no semantic channel for {semantic!r}")
+        channel = TimedChannel.of(built)
     progress("starting the emulator process ...")
-    emulator = EmulatorProcess()
+    emulator = EmulatorProcess(semantic)
     try:
         use_fake_aws()
         os.environ["AWS_ENDPOINT_URL"] = emulator.endpoint
@@ -1455,21 +1961,31 @@ def run(sizes: Sizes, profile: bool, report: Report, direct: bool = True) -> dic
         path = "the direct path (`DirectDynamoReads`, as the recall function)" if direct_path else "botocore"
         report.line(f"Recall reads through {path}.")
         report.line()
-        harness = Harness(emulator, client, meter, ConnectionMeter(), GcMeter(), reads)
+        harness = Harness(emulator, client, meter, ConnectionMeter(), GcMeter(), reads, channel)
         tables = emulator.tables
         store = DynamoMemoryStore(client, tables["MemoriesTable"], tables["TermIndexTable"])
         results: dict[str, Any] = {"machine": machine("moto", "botocore"), "sizes": list(sizes.projects)}
-        results["seeder_check"] = check_seeder(emulator, store, report)
+        results["seeder_check"] = check_seeder(emulator, store, report, channel)
         progress("seeder check passed")
+        needles: list[SemanticPlacement] | None = None
+        real: list[PlacementProfile] = []
+        if channel is not None:
+            progress("placing the needles and the comparison texts with the model ...")
+            needles, real = real_placements(emulator, channel)
+            results["semantic"] = {"model": semantic, "real_placements": [asdict(p) for p in real]}
         # As the recall handler after its import (functions/recall/app.py): what exists now lives
         # as long as the process, and full collections stop rescanning it.
         gc.collect()
         gc.freeze()
-        measured = [bench_size(harness, size, sizes, profile) for size in sizes.projects]
-        results["recall"] = report_recalls(measured, report)
+        measured: list[SizeResult] = []
+        for size in sizes.projects:
+            if channel is not None and size == CPU_TARGET_SIZE:  # the lexical baseline, same texts
+                measured.append(bench_size(harness, size, sizes, profile=False))
+            measured.append(bench_size(harness, size, sizes, profile, needles))
+        results["recall"] = report_recalls(measured, report, real)
         results["targets"] = report_targets(measured, report)
         progress("remember write units ...")
-        results["writes"] = bench_writes(emulator, client, meter, sizes, report)
+        results["writes"] = bench_writes(emulator, client, meter, sizes, report, channel)
         params = RecallParams()
         report.line()
         report.line(
@@ -1499,6 +2015,33 @@ def run(sizes: Sizes, profile: bool, report: Report, direct: bool = True) -> dic
         emulator.stop()
 
 
+def real_placements(
+    emulator: EmulatorProcess, channel: SemanticChannel
+) -> tuple[list[SemanticPlacement], list[PlacementProfile]]:
+    """The needles' placements by the model, and how texts placed by the model sit among the
+    cells (the corpus's texts, real English memories, the needles), to compare with the seeded."""
+
+    def placed(texts: Sequence[str]) -> list[SemanticPlacement]:
+        return [place(vector, channel.cells) for vector in channel.embedder.embed(list(texts))]
+
+    needles = placed(emulator.call("needle_texts"))
+    corpus = placed(emulator.call("corpus_texts", CALIBRATION_TEXTS))
+    profiles = [PlacementProfile.of("corpus texts (model)", corpus)]
+    if ENGLISH_TEXTS.exists():
+        data = json.loads(ENGLISH_TEXTS.read_text(encoding="utf-8"))
+        pairs = data.get("pairs", [])
+        english = [
+            *data.get("background", []),
+            *(pair["memory"] for pair in pairs),
+            *(text for pair in pairs for text in pair.get("distractors", [])),
+        ]
+        profiles.append(
+            PlacementProfile.of(f"English memories (model, {ENGLISH_TEXTS.name})", placed(english))
+        )
+    profiles.append(PlacementProfile.of("needles (model)", needles))
+    return needles, profiles
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="1k and 10k only, fewer recalls (< 2 minutes)")
@@ -1511,7 +2054,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="direct",
         help="recall's reads: the recall function's direct path (default) or the botocore client",
     )
+    parser.add_argument(
+        "--semantic",
+        choices=("off", *SEMANTIC_MODELS),
+        default="off",
+        help="recall by meaning with this model (default off): memories placed (synthetic vectors), "
+        "questions embedded by the model",
+    )
     args = parser.parse_args(argv)
+    semantic = None if args.semantic == "off" else args.semantic
+    if semantic is not None:
+        if "numpy" in sys.modules:
+            raise RuntimeError("numpy was imported before OPENBLAS_NUM_THREADS could be set")
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one core, as a 1-vCPU Lambda; before numpy
     sizes = QUICK if args.quick else FULL
     if args.sizes:
         sizes = replace(sizes, projects=tuple(int(size) for size in args.sizes.split(",")))
@@ -1520,7 +2075,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     report.line(f"# Kaibo recall cost benchmark ({'quick' if args.quick else 'full'} run)")
     report.line()
     report.line(f"On {machine('moto', 'botocore')}.")
-    results = run(sizes, args.profile, report, direct=args.reads == "direct")
+    if semantic is not None:
+        report_semantic_header(semantic, report)
+    results = run(sizes, args.profile, report, direct=args.reads == "direct", semantic=semantic)
     elapsed = time.perf_counter() - started
     report.line()
     report.line(f"Done in {elapsed:.0f} s.")
@@ -1528,6 +2085,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
     return 0
+
+
+def report_semantic_header(model: str, report: Report) -> None:
+    """What a semantic run measures, and what in it is made up."""
+    load = os.getloadavg()
+    cores = os.cpu_count() or 1
+    report.line()
+    report.line(
+        f"**Recall by meaning on (`--semantic {model}`).** The seeded memories carry **synthetic "
+        "vectors**: their cells, impacts and int8 codes are real (`place(vector, cells)` with the trained "
+        "cells, stored exactly as remember stores a placement: checked in section 1), but the vectors, so "
+        f"their meaning, are made up (trained centroids plus noise, section 2); only the {NEEDLES} needle "
+        "memories carry the model's placements of their texts. The **question embeddings are real**: "
+        f"every question is embedded by the {model} model inside the measured recall, on one thread "
+        f"(`OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '')}`, as a 1-vCPU Lambda)."
+    )
+    report.line()
+    busy = load[0] >= 0.5
+    report.line(
+        f"Load average at the start: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} on {cores} cores"
+        + (": other processes were using the CPU, so the CPU figures are noisy." if busy else ".")
+    )
+    report.line()
 
 
 if __name__ == "__main__":

@@ -869,6 +869,13 @@ def argument_parser() -> argparse.ArgumentParser:
         help="override a SemanticParams field (experiments on tuning sets; frozen values by default)",
     )
     parser.add_argument(
+        "--cosine-margin",
+        type=float,
+        default=None,
+        metavar="X",
+        help="override SelectionParams.cosine_margin (experiments; the frozen value is the default)",
+    )
+    parser.add_argument(
         "--postings-per-term",
         type=int,
         default=None,
@@ -1074,6 +1081,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     params = RecallParams()
     if args.postings_per_term is not None:
         params = replace(params, postings_per_term=args.postings_per_term)
+    if args.cosine_margin is not None:
+        params = replace(params, selection=replace(params.selection, cosine_margin=args.cosine_margin))
     cache_reads = not args.no_read_cache
     semantic = build_semantic_channel(args.semantic, semantic_params(args.semantic_param))
     kaibo_run = run_kaibo(

@@ -52,7 +52,7 @@ class SelectionParams:
     #: With recall by meaning, corroboration is per channel: BM25 at least ``relative_floor`` of the
     #: best BM25, or a cosine within ``cosine_margin`` of the best cosine (cosines of unrelated
     #: memories sit close to the best one's, so a share of the fused score would let in all of them).
-    cosine_margin: float = 0.05
+    cosine_margin: float = 0.15
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.coverage_target <= 1.0:

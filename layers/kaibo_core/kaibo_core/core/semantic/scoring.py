@@ -33,7 +33,7 @@ class SemanticParams:
     #: Cells a question reads (of 256), nearest first.
     probes: int = 8
     #: Postings read per cell, nearest its centroid first.
-    postings_per_cell: int = 64
+    postings_per_cell: int = 48
     #: Semantic candidates whose memory items are fetched beside the lexical ones.
     candidates: int = 16
     #: A posting closer than this to the question is not a candidate.
