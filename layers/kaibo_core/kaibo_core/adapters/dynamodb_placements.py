@@ -44,6 +44,8 @@ class DynamoPlacementStore:
         while True:
             response = self._client.scan(**request)
             for item in response.get("Items", []):
+                if "id" not in item or "status" not in item:
+                    continue  # not a memory item (the table holds only memories; be safe anyway)
                 owner = ProjectId(item["pk"]["S"].split("#", 1)[0])
                 yield memory_from_item(owner, item)
             start = response.get("LastEvaluatedKey")
