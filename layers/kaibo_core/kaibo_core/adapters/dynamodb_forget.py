@@ -24,14 +24,13 @@ from typing import TYPE_CHECKING, Any, Final
 from botocore.exceptions import ClientError
 
 from kaibo_core.adapters.aws import io_pool
-from kaibo_core.adapters.dynamodb_memories import memory_item
+from kaibo_core.adapters.dynamodb_memories import memory_item, placement_condition
 from kaibo_core.adapters.dynamodb_structuring import DynamoStructuringStore
 from kaibo_core.adapters.dynamodb_values import key, n, s
 from kaibo_core.core import storage_keys
 from kaibo_core.core.forgetting import FORGOTTEN
 from kaibo_core.core.indexing import DF_SHARDS, TermEntry, memory_plan, shard_of
 from kaibo_core.core.models.memories import MemoryRecord
-from kaibo_core.core.semantic.placement import encode_placement
 from kaibo_core.core.storage_keys import ProjectId
 
 if TYPE_CHECKING:
@@ -105,18 +104,15 @@ class DynamoForgetStore(DynamoStructuringStore):
     def _flip(self, project: ProjectId, current: MemoryRecord, marks: dict[str, str]) -> bool:
         # The placement too must be the one read: the postings forget removes are the ones it
         # names (a re-index placing the memory meanwhile makes this fail, and forget read again).
+        placed, placed_value = placement_condition(current.semantic, ":sem")
         values = {
             ":tombstoned": s("tombstoned"),
             ":prior": s(current.status),
             ":at": s(marks["tombstonedAt"]),
             ":after": s(marks["purgeAfter"]),
             ":receipt": s(marks["receiptId"]),
+            **placed_value,
         }
-        if current.semantic is None:
-            placed = "attribute_not_exists(sem)"
-        else:
-            placed = "sem = :sem"
-            values[":sem"] = s(encode_placement(current.semantic))
         try:
             self._client.update_item(
                 TableName=self._memories,

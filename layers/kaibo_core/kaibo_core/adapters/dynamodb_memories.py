@@ -42,7 +42,7 @@ from kaibo_core.core.indexing import (
     posting_of,
     shard_of,
 )
-from kaibo_core.core.models.memories import MemoryRecord, SourceEventRef
+from kaibo_core.core.models.memories import MemoryRecord, SemanticPlacement, SourceEventRef
 from kaibo_core.core.semantic.placement import decode_placement, encode_placement
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.text import PIPELINE_VERSION
@@ -130,6 +130,13 @@ def memory_from_item(project: ProjectId, item: dict[str, Any]) -> MemoryRecord:
         becomes=item["becomes"]["S"] if "becomes" in item else None,
         semantic=decode_placement(item["sem"]["S"]) if "sem" in item else None,
     )
+
+
+def placement_condition(placement: SemanticPlacement | None, value: str) -> tuple[str, Item]:
+    """A condition that the memory item holds ``placement`` (none: no ``sem``), and its value."""
+    if placement is None:
+        return "attribute_not_exists(sem)", {}
+    return f"sem = {value}", {value: s(encode_placement(placement))}
 
 
 def posting_item(project: ProjectId, memory: MemoryRecord, side: str, entry: TermEntry, dl: int) -> Item:

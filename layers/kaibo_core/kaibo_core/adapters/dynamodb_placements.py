@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from kaibo_core.adapters.dynamodb_memories import memory_from_item, posting_item
-from kaibo_core.adapters.dynamodb_values import key, n, s
+from kaibo_core.adapters.dynamodb_memories import memory_from_item, placement_condition, posting_item
+from kaibo_core.adapters.dynamodb_structuring import DynamoStructuringStore
+from kaibo_core.adapters.dynamodb_values import key, s
 from kaibo_core.core import storage_keys
 from kaibo_core.core.indexing import cell_entries, memory_plan, memory_side
 from kaibo_core.core.models.memories import MemoryRecord, SemanticPlacement
@@ -25,15 +26,11 @@ from kaibo_core.core.semantic.placement import encode_placement
 from kaibo_core.core.storage_keys import ProjectId
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
 
-class DynamoPlacementStore:
-    def __init__(self, client: DynamoDBClient, memories_table: str, index_table: str) -> None:
-        self._client = client
-        self._memories = memories_table
-        self._index = index_table
+class DynamoPlacementStore(DynamoStructuringStore):
+    """``get`` and the posting and counter actions are the structuring store's."""
 
     def memories(self, project: ProjectId | None) -> Iterator[MemoryRecord]:
         """Every memory item (of ``project``, or of every project), page by page."""
@@ -53,14 +50,6 @@ class DynamoPlacementStore:
                 return
             request["ExclusiveStartKey"] = start
 
-    def get(self, project: ProjectId, memory_id: str) -> MemoryRecord | None:
-        item = self._client.get_item(
-            TableName=self._memories,
-            Key=key(storage_keys.memory_key(project, memory_id)),
-            ConsistentRead=True,
-        ).get("Item")
-        return memory_from_item(project, item) if item else None
-
     def replace_placement(self, memory: MemoryRecord, placement: SemanticPlacement) -> bool:
         """``memory`` (as read) placed at ``placement``; False if it changed since it was read."""
         side = memory_side(memory)
@@ -69,31 +58,14 @@ class DynamoPlacementStore:
         project = ProjectId(memory.project_id)
         placed = replace(memory, semantic=placement)
         plan = memory_plan(placed)
-        df_shard = plan.df_shard
         actions: list[TransactWriteItemTypeDef] = [self._item_update(project, memory, placement)]
         for entry in cell_entries(memory.semantic):
-            actions.append(
-                {
-                    "Delete": {
-                        "TableName": self._index,
-                        "Key": key(
-                            storage_keys.posting_key(project, side, entry.term, entry.impact, memory.id)
-                        ),
-                        "ConditionExpression": "attribute_exists(pk)",
-                    }
-                }
-            )
-            actions.append(self._count(project, entry.term, df_shard, -1))
+            actions.append(self._delete_posting(project, side, entry, memory.id))
+            actions.append(self._count(storage_keys.doc_freq_key(project, entry.term, plan.df_shard), -1))
         for entry in cell_entries(placement):
-            actions.append(
-                {
-                    "Put": {
-                        "TableName": self._index,
-                        "Item": posting_item(project, placed, side, entry, plan.dl),
-                    }
-                }
-            )
-            actions.append(self._count(project, entry.term, df_shard, 1))
+            posting = posting_item(project, placed, side, entry, plan.dl)
+            actions.append({"Put": {"TableName": self._index, "Item": posting}})
+            actions.append(self._count(storage_keys.doc_freq_key(project, entry.term, plan.df_shard), 1))
         try:
             self._client.transact_write_items(TransactItems=actions)
         except ClientError as exc:
@@ -105,12 +77,7 @@ class DynamoPlacementStore:
     def _item_update(
         self, project: ProjectId, memory: MemoryRecord, placement: SemanticPlacement
     ) -> TransactWriteItemTypeDef:
-        values = {":status": s(memory.status), ":new": s(encode_placement(placement))}
-        if memory.semantic is None:
-            placed = "attribute_not_exists(sem)"
-        else:
-            placed = "sem = :old"
-            values[":old"] = s(encode_placement(memory.semantic))
+        placed, placed_value = placement_condition(memory.semantic, ":old")
         return {
             "Update": {
                 "TableName": self._memories,
@@ -118,16 +85,10 @@ class DynamoPlacementStore:
                 "UpdateExpression": "SET sem = :new",
                 "ConditionExpression": f"#status = :status AND {placed} AND attribute_not_exists(unindexed)",
                 "ExpressionAttributeNames": {"#status": "status"},
-                "ExpressionAttributeValues": values,
-            }
-        }
-
-    def _count(self, project: ProjectId, term: str, shard: int, delta: int) -> TransactWriteItemTypeDef:
-        return {
-            "Update": {
-                "TableName": self._index,
-                "Key": key(storage_keys.doc_freq_key(project, term, shard)),
-                "UpdateExpression": "ADD df :delta",
-                "ExpressionAttributeValues": {":delta": n(delta)},
+                "ExpressionAttributeValues": {
+                    ":status": s(memory.status),
+                    ":new": s(encode_placement(placement)),
+                    **placed_value,
+                },
             }
         }

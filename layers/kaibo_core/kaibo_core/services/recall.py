@@ -167,10 +167,9 @@ class RecallService:
             on_candidates([RecallCandidate(found[r.memory_id], r.score) for r in ranked])
         if not ranked:
             return answer.abstain("no_match", on_candidates=None), stats
-        confident = question is not None and _close_enough(
-            semantic, question[0], [found[r.memory_id] for r in ranked]
-        )
-        if max(coverage(r.terms, weights) for r in ranked) < params.min_coverage and not confident:
+        if max(coverage(r.terms, weights) for r in ranked) < params.min_coverage and not _close_enough(
+            semantic, ranked
+        ):
             return answer.abstain("below_threshold", on_candidates=None), stats
 
         kept = _collapse(confirmed)
@@ -290,14 +289,12 @@ def _with_nearby(
     ]
 
 
-def _close_enough(
-    semantic: SemanticChannel | None, question: NDArray[np.float32], memories: Sequence[MemoryRecord]
-) -> bool:
-    """Does a confirmed memory mean what the question asks, words or not (no ``below_threshold``)?"""
+def _close_enough(semantic: SemanticChannel | None, ranked: Sequence[Ranked]) -> bool:
+    """Does a confirmed memory mean what the question asks, words or not (no ``below_threshold``)?
+    Its cosine was computed with its fused score."""
     if semantic is None:
         return False
-    threshold = semantic.params.confident_cosine
-    return any(memory_cosine(m.semantic, semantic.version, question) >= threshold for m in memories)
+    return any((r.cosine or 0.0) >= semantic.params.confident_cosine for r in ranked)
 
 
 #: A memory's fused score and its cosine to the question, from its BM25 score and its item.

@@ -11,7 +11,7 @@ Memories that are not indexed (replaced provisional ones, forgotten ones) are le
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from kaibo_core.core.indexing import memory_side
@@ -73,7 +73,7 @@ class SemanticReindexer:
         return stats
 
     def _place(self, memories: Sequence[MemoryRecord], stats: ReindexStats) -> None:
-        placed = self._channel.place([replace(m, semantic=None) for m in memories])
+        placed = self._channel.place(memories)  # none of them placed by this model yet
         for memory, new in zip(memories, placed, strict=True):
             assert new.semantic is not None
             self._replace(memory, new.semantic, stats)
