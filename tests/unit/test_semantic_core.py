@@ -10,7 +10,7 @@ from hypothesis.extra.numpy import arrays
 
 from kaibo_core.core.semantic.cells import Cells, cells_file_name
 from kaibo_core.core.semantic.fusion import RRF_K, reciprocal_rank_fusion
-from kaibo_core.core.semantic.vectors import decode_vector, encode_vector
+from kaibo_core.core.semantic.vectors import decode_vector, decode_vectors, encode_vector
 
 PROPERTY = settings(max_examples=200, deadline=None, derandomize=True)
 DIMENSIONS = 32
@@ -36,6 +36,19 @@ def test_given_any_vector_when_encoded_then_each_component_is_within_half_a_code
     assert float(np.abs(decoded - a).max()) <= step / 2 + 1e-6
     # Hence (Cauchy-Schwarz) the cosine with any unit vector moves by at most the error's length.
     assert abs(float(decoded @ b) - float(a @ b)) <= float(np.linalg.norm(decoded - a)) + 1e-6
+
+
+@PROPERTY
+@given(st.lists(vectors, min_size=1, max_size=6))
+def test_given_many_codes_then_decoding_them_at_once_gives_each_ones_vector(rows: list[np.ndarray]) -> None:
+    codes = [encode_vector(unit(row)) for row in rows]
+    assert np.array_equal(decode_vectors(codes), np.stack([decode_vector(code) for code in codes]))
+
+
+def test_given_codes_of_two_models_then_decoding_them_together_is_refused() -> None:
+    codes = [encode_vector(unit(np.ones(size, dtype=np.float32))) for size in (8, 6)]
+    with pytest.raises(ValueError, match="different models"):
+        decode_vectors(codes)
 
 
 def test_given_a_vector_then_its_code_is_a_short_plain_string() -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kaibo_core.core.recall.scoring import RecallFilters, visible
-from kaibo_core.core.semantic.vectors import decode_vector
+from kaibo_core.core.semantic.vectors import decode_vector, decode_vectors
 
 if TYPE_CHECKING:
     import numpy as np
@@ -53,10 +53,8 @@ def semantic_candidates(
     """The memories of the cells' postings nearest the question (id, cosine), best first, at
     most ``params.candidates``, visible at ``asOf`` under the filters (as the postings say: the
     items decide in the end)."""
-    import numpy as np  # noqa: PLC0415 - only a recall by meaning pays for numpy
-
     ids: list[str] = []
-    codes: list[NDArray[np.float32]] = []
+    codes: list[str] = []
     seen: set[str] = set()
     for read in reads:
         for posting in read.postings:
@@ -72,10 +70,10 @@ def semantic_candidates(
                 filters,
             ):
                 ids.append(posting.memory_id)
-                codes.append(decode_vector(posting.vector))
+                codes.append(posting.vector)
     if not ids:
         return []
-    cosines = np.stack(codes) @ question
+    cosines = decode_vectors(codes) @ question
     ranked = sorted(zip(ids, cosines.tolist(), strict=True), key=lambda pair: (-pair[1], pair[0]))
     return [(memory_id, cosine) for memory_id, cosine in ranked if cosine >= params.min_candidate_cosine][
         : params.candidates

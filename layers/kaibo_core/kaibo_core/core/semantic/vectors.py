@@ -11,6 +11,8 @@ only answers without binary values (docs/recall.md).
 from __future__ import annotations
 
 import base64
+import binascii
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
@@ -40,3 +42,23 @@ def decode_vector(text: str) -> NDArray[np.float32]:
     scale, _, codes = text.partition(SEPARATOR)
     raw = np.frombuffer(base64.b64decode(codes), dtype=np.int8).astype(np.float32)
     return raw * (float(scale) / CODE_LEVELS)
+
+
+def decode_vectors(texts: Sequence[str]) -> NDArray[np.float32]:
+    """One row per ``encode_vector`` string, all of one model (one length): what ``decode_vector``
+    gives each, in one array built at once (recall decodes hundreds of postings per question)."""
+    import numpy as np  # noqa: PLC0415
+
+    scales = np.empty(len(texts), dtype=np.float64)
+    chunks: list[bytes] = []
+    for row, text in enumerate(texts):
+        scale, _, codes = text.partition(SEPARATOR)
+        scales[row] = float(scale)
+        chunks.append(binascii.a2b_base64(codes))
+    if not chunks:
+        return np.zeros((0, 0), dtype=np.float32)
+    width = len(chunks[0])
+    if any(len(chunk) != width for chunk in chunks):
+        raise ValueError("vectors of different lengths: they come from different models")
+    raw = np.frombuffer(b"".join(chunks), dtype=np.int8).reshape(len(chunks), width)
+    return raw.astype(np.float32) * (scales / CODE_LEVELS).astype(np.float32)[:, None]
