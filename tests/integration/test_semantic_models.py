@@ -20,7 +20,7 @@ from kaibo_core.adapters.minilm_embedder import (
 )
 from kaibo_core.adapters.semantic_cells import load_cells
 from kaibo_core.adapters.static_embedder import StaticEmbedder
-from kaibo_core.core.semantic.vectors import decode_vector, encode_vector
+from kaibo_core.core.semantic.vectors import decode_vector, encode_vector, posting_code
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = json.loads((ROOT / "tests/data/minilm_reference.json").read_text(encoding="utf-8"))
@@ -67,7 +67,7 @@ def test_given_texts_then_rows_are_unit_length_and_a_paraphrase_is_nearer_than_a
 
 
 @pytest.mark.parametrize("model", ["minilm", "static"])
-def test_given_model_vectors_when_encoded_for_a_posting_then_cosines_move_less_than_a_hundredth(
+def test_given_model_vectors_when_encoded_then_cosines_move_less_than_a_hundredth_and_a_posting_s_a_twentieth(
     model: str, request: pytest.FixtureRequest
 ) -> None:
     embedder = request.getfixturevalue(model)
@@ -76,6 +76,9 @@ def test_given_model_vectors_when_encoded_for_a_posting_then_cosines_move_less_t
     )
     decoded = np.stack([decode_vector(encode_vector(row)) for row in rows])
     assert float(np.abs(decoded @ rows.T - rows @ rows.T).max()) < 0.01
+    # A cell posting's 4-bit code only chooses the memories fetched; their items' int8 codes score them.
+    coarse = np.stack([decode_vector(posting_code(encode_vector(row))) for row in rows])
+    assert float(np.abs(coarse @ rows.T - rows @ rows.T).max()) < 0.05
 
 
 def test_given_an_empty_text_then_the_static_model_gives_a_zero_row(static: StaticEmbedder) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kaibo_core.core.semantic.placement import CELL_TERM_PREFIX
+from kaibo_core.core.semantic.vectors import NIBBLE_FORM
 from tests.integration.test_forget_api import (
     forget_now,
     memory_ids_of,
@@ -65,6 +66,7 @@ def test_given_an_update_then_the_old_value_s_cells_move_to_history(semantic_env
     assert [get_memory(project, m).body["status"] for m in old_ids] == ["superseded"]
     postings = cell_postings(semantic_env, old_ids)
     assert postings
+    assert all(item["v"]["S"].startswith(NIBBLE_FORM) for item in postings)  # the short code
     assert all(f"#th#{CELL_TERM_PREFIX}" in item["pk"]["S"] for item in postings)  # history side only
 
     now = texts(recall(project, {"question": "When is the release?", "budget": 200}))

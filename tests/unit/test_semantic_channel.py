@@ -33,6 +33,7 @@ from kaibo_core.core.semantic.placement import (
     is_cell_term,
 )
 from kaibo_core.core.semantic.scoring import SemanticParams, semantic_candidates
+from kaibo_core.core.semantic.vectors import posting_code
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.structuring.rules import RuleStructurer
 from kaibo_core.core.text import analyze
@@ -147,7 +148,10 @@ def test_given_a_placed_memory_then_its_item_keeps_the_placement_and_its_cells_c
     words = [entry for entry in plan.entries if not is_cell_term(entry.term)]
     assert [entry.term for entry in cells] == [cell_term("fake8c8", c) for c, _ in placed.semantic.cells]
     assert plan.dl == len(memory_terms(placed))  # cells are not words of the text
-    assert [posting_of(placed, entry, plan.dl).vector for entry in cells] == [placed.semantic.vector] * 2
+    # Each cell posting carries the item's vector in the shorter 4-bit code.
+    assert [posting_of(placed, entry, plan.dl).vector for entry in cells] == [
+        posting_code(placed.semantic.vector)
+    ] * 2
     assert all(posting_of(placed, entry, plan.dl).vector is None for entry in words)
 
 

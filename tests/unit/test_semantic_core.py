@@ -10,7 +10,14 @@ from hypothesis.extra.numpy import arrays
 
 from kaibo_core.core.semantic.cells import Cells, cells_file_name
 from kaibo_core.core.semantic.fusion import RRF_K, reciprocal_rank_fusion
-from kaibo_core.core.semantic.vectors import decode_vector, decode_vectors, encode_vector
+from kaibo_core.core.semantic.vectors import (
+    NIBBLE_FORM,
+    decode_vector,
+    decode_vectors,
+    encode_nibbles,
+    encode_vector,
+    posting_code,
+)
 
 PROPERTY = settings(max_examples=200, deadline=None, derandomize=True)
 DIMENSIONS = 32
@@ -36,6 +43,40 @@ def test_given_any_vector_when_encoded_then_each_component_is_within_half_a_code
     assert float(np.abs(decoded - a).max()) <= step / 2 + 1e-6
     # Hence (Cauchy-Schwarz) the cosine with any unit vector moves by at most the error's length.
     assert abs(float(decoded @ b) - float(a @ b)) <= float(np.linalg.norm(decoded - a)) + 1e-6
+
+
+@PROPERTY
+@given(vectors)
+def test_given_any_vector_when_coded_in_four_bits_then_each_component_is_within_half_a_step(
+    a: np.ndarray,
+) -> None:
+    a = unit(a)
+    decoded = decode_vector(encode_nibbles(a))
+    assert decoded.shape == a.shape
+    assert float(np.abs(decoded - a).max()) <= float(np.abs(a).max()) / 14 + 1e-6
+
+
+def test_given_a_memory_s_item_code_then_its_posting_code_is_four_bit_and_half_as_long() -> None:
+    item = encode_vector(unit(np.sin(np.arange(1, 385, dtype=np.float32))))
+    posting = posting_code(item)
+    assert posting.startswith(NIBBLE_FORM)
+    assert len(posting) < len(item) * 0.55
+    assert float(decode_vector(posting) @ decode_vector(item)) > 0.99
+
+
+def test_given_an_odd_dimension_then_a_four_bit_code_is_refused() -> None:
+    with pytest.raises(ValueError, match="even"):
+        encode_nibbles(unit(np.ones(5, dtype=np.float32)))
+
+
+@PROPERTY
+@given(st.lists(st.tuples(vectors, st.booleans()), min_size=1, max_size=6))
+def test_given_int8_and_four_bit_codes_mixed_then_decoding_them_at_once_gives_each_ones_vector(
+    rows: list[tuple[np.ndarray, bool]],
+) -> None:
+    # A cell holds postings written before the 4-bit code (int8) beside newer ones.
+    codes = [encode_nibbles(unit(row)) if nibbles else encode_vector(unit(row)) for row, nibbles in rows]
+    assert np.array_equal(decode_vectors(codes), np.stack([decode_vector(code) for code in codes]))
 
 
 @PROPERTY

@@ -35,6 +35,7 @@ from kaibo_core.core.models.memories import (
 )
 from kaibo_core.core.ranking import DEFAULT_PARAMS, Bm25Params
 from kaibo_core.core.semantic.placement import cell_term, is_cell_term
+from kaibo_core.core.semantic.vectors import posting_code
 from kaibo_core.core.text import analyze, time_terms
 
 #: The memory length (in terms) the impact order assumes; near the typical memory.
@@ -127,7 +128,9 @@ def posting_of(memory: MemoryRecord, entry: TermEntry, dl: int) -> Posting:
         stream=memory.stream,
         type=memory.type,
         status=status,
-        vector=memory.semantic.vector if memory.semantic is not None and is_cell_term(entry.term) else None,
+        vector=posting_code(memory.semantic.vector)
+        if memory.semantic is not None and is_cell_term(entry.term)
+        else None,
     )
 
 
