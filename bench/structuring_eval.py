@@ -94,6 +94,7 @@ from kaibo_core.core.tokens import count_tokens
 from kaibo_core.core.webhooks import Notification
 from kaibo_core.ports import Structurer
 from kaibo_core.runtime.embedded import EmbeddedKaibo
+from kaibo_core.runtime.wiring import build_semantic_channel
 from kaibo_core.services.remember import RememberService
 from kaibo_core.services.structuring import StructuringService, StructuringStats
 from kaibo_local.containers import DEFAULT_CONTAINERS
@@ -101,6 +102,8 @@ from kaibo_local.stack import start_stack
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+    from kaibo_core.services.semantic import SemanticChannel
 
 SCENARIOS_PATH: Final = ROOT / "tests" / "data" / "structuring_scenarios.json"
 #: Written by a helper who never read the structurer, frozen before any change to the rules, never
@@ -185,7 +188,8 @@ class MeasuredStructurer:
     caller can take it out of its own measurement."""
 
     def __init__(self, estimate_prompts: bool, inner: Structurer | None = None) -> None:
-        self._rules: Structurer = inner if inner is not None else RuleStructurer()
+        meaning = None if MEANING.channel is None else MEANING.channel.meaning
+        self._rules: Structurer = inner if inner is not None else RuleStructurer(meaning)
         self.name = self._rules.name
         self._estimate = estimate_prompts
         self._fixed = fixed_prompt_tokens()
@@ -330,6 +334,17 @@ class ScenarioRun:
 StructurerFactory = Callable[[], Structurer]
 
 
+@dataclass
+class _Meaning:
+    """``--semantic``: recall by meaning's channel for every scenario's Kaibo (memories placed, the
+    rules reading updates by meaning too), as the structure function runs with the model on."""
+
+    channel: SemanticChannel | None = None
+
+
+MEANING = _Meaning()
+
+
 def remember_scenario(
     scenario: dict[str, Any],
     cpu: CpuSamples,
@@ -346,7 +361,9 @@ def remember_scenario(
         if make_structurer is None
         else MeasuredStructurer(estimate_prompts=False, inner=make_structurer())
     )
-    run = ScenarioRun(EmbeddedKaibo(structurer, clock=lambda: now), ProjectId(project_id()), now)
+    run = ScenarioRun(
+        EmbeddedKaibo(structurer, clock=lambda: now, semantic=MEANING.channel), ProjectId(project_id()), now
+    )
     for memory in background:
         run.kaibo.memories.index_new(replace(memory, project_id=run.project))
     for key in arrival:
@@ -870,7 +887,7 @@ def event_body(turn: Turn) -> dict[str, Any]:
 
 def run_conversation(conversation: str, turns: Sequence[Turn], cpu: CpuSamples) -> ConversationResult:
     structurer = MeasuredStructurer(estimate_prompts=True)
-    kaibo = EmbeddedKaibo(structurer)
+    kaibo = EmbeddedKaibo(structurer, semantic=MEANING.channel)
     project = ProjectId(project_id())
     total = StructuringStats()
     order: dict[str, int] = {}  # event id -> position of its turn
@@ -1547,11 +1564,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "whoever changes the rules must not see the held-out figures while tuning)",
     )
     parser.add_argument(
+        "--semantic",
+        choices=("off", "mini6"),
+        default="off",
+        help="recall by meaning's model on, as KAIBO_SEMANTIC_MODEL (default off): in sections 1 and 2 "
+        "(the cost sections measure words only)",
+    )
+    parser.add_argument(
         "--scenarios-only",
         action="store_true",
         help="section 1 only: the own and the held-out scenario sets side by side (~1 minute)",
     )
     args = parser.parse_args(argv)
+    MEANING.channel = build_semantic_channel(args.semantic)
     sizes = QUICK if args.quick else FULL
     data_path: Path = args.data
     started = time.perf_counter()

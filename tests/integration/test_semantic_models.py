@@ -21,6 +21,10 @@ from kaibo_core.adapters.minilm_embedder import (
 from kaibo_core.adapters.semantic_cells import load_cells
 from kaibo_core.adapters.static_embedder import StaticEmbedder
 from kaibo_core.core.semantic.vectors import decode_vector, encode_vector, posting_code
+from kaibo_core.core.structuring.rules import RuleStructurer
+from kaibo_core.runtime.embedded import EmbeddedKaibo
+from kaibo_core.runtime.wiring import build_semantic_channel
+from tests.unit.test_semantic_channel import PROJECT, remember
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = json.loads((ROOT / "tests/data/minilm_reference.json").read_text(encoding="utf-8"))
@@ -113,3 +117,24 @@ def test_given_the_training_tool_then_the_committed_static_cells_are_what_it_wri
     committed = load_cells("wl256")
     assert np.array_equal(np.load(out).astype(np.float32), committed.centroids)
     assert committed.centroids.shape == (256, 256)
+
+
+def test_given_the_model_on_then_an_update_in_other_words_retires_the_older_value() -> None:
+    # #15: the rules read "the same subject" by meaning too when recall by meaning's model is on.
+    semantic = build_semantic_channel("mini6")
+    assert semantic is not None
+    ended = {}
+    for meaning in (None, semantic.meaning):
+        k = EmbeddedKaibo(RuleStructurer(meaning), semantic=semantic)
+        remember(k, "old", "The marketing budget for Q3 is $40,000.", "2026-06-01T09:00:00Z")
+        k.structure_pending()
+        remember(k, "new", "Q3 spend on marketing is capped at $55,000.", "2026-06-02T09:00:00Z")
+        k.structure_pending()
+        question = {"question": "What is the marketing budget?", "budget": 300, "includeSuperseded": True}
+        # The older value's validity ends when the newer one retires it (its validTo is set).
+        ended[meaning is not None] = [
+            item["validTo"] is not None
+            for item in k.recall(PROJECT, question)["items"]
+            if "40,000" in item["text"]
+        ]
+    assert ended == {False: [False], True: [True]}

@@ -105,11 +105,12 @@ def job_queue() -> SqsJobQueue:
     return SqsJobQueue(sqs(), get_settings().structuring_queue_url)
 
 
-def configured_structurer(settings: Settings) -> Structurer:
-    """The structurer a deployment uses (``KAIBO_STRUCTURER``): rules by default, Bedrock by choice."""
+def configured_structurer(settings: Settings, semantic: SemanticChannel | None = None) -> Structurer:
+    """The structurer a deployment uses (``KAIBO_STRUCTURER``): rules by default, Bedrock by choice;
+    the rules read updates by meaning too when recall by meaning's model is on."""
     from kaibo_core.core.structuring.rules import RuleStructurer
 
-    rules = RuleStructurer()
+    rules = RuleStructurer(None if semantic is None else semantic.meaning)
     if settings.structurer == "rules":
         return rules
     if settings.structurer == "bedrock":
@@ -278,7 +279,7 @@ def authorization_service() -> AuthorizationService:
 
 @lru_cache(maxsize=1)
 def structuring_service() -> StructuringService:
-    return build_structuring_service(configured_structurer(get_settings()))
+    return build_structuring_service(configured_structurer(get_settings(), semantic_channel()))
 
 
 def build_structuring_service(structurer: Structurer) -> StructuringService:

@@ -133,9 +133,12 @@ class CandidateFinder:
     """Earlier current memories that a statement may refer to: a lexical search over the
     current side of the term index, checked against the memory items (only ``active``)."""
 
-    def __init__(self, index: TermIndex, memories: StructuringStore) -> None:
+    def __init__(
+        self, index: TermIndex, memories: StructuringStore, model_version: str | None = None
+    ) -> None:
         self._index = index
         self._memories = memories
+        self._model_version = model_version
 
     def search(self, project: ProjectId, query: str, exclude: frozenset[str]) -> list[CandidateMemory]:
         terms = query_terms(query)[:CANDIDATE_QUERY_TERMS]
@@ -162,9 +165,16 @@ class CandidateFinder:
                     stream=memory.stream,
                     subject=memory.subject,
                     score=c.score,
+                    vector=self._vector(memory),
                 )
             )
         return candidates[:MAX_CANDIDATES]
+
+    def _vector(self, memory: MemoryRecord) -> str | None:
+        placement = memory.semantic
+        if placement is None or placement.version != self._model_version:
+            return None
+        return placement.vector
 
 
 class StructuringService:
@@ -182,7 +192,7 @@ class StructuringService:
         self._semantic = semantic
         self._events = events
         self._memories = memories
-        self._finder = CandidateFinder(index, memories)
+        self._finder = CandidateFinder(index, memories, None if semantic is None else semantic.version)
         self._structurer = structurer
         self._clock = clock
         self._project_time_zone = project_time_zone

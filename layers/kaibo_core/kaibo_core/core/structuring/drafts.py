@@ -58,6 +58,8 @@ class CandidateMemory:
     stream: str
     subject: str | None = None
     score: float = 0.0
+    #: Its vector's code (the memory item's placement), when placed by the model the service runs.
+    vector: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,3 +82,6 @@ class MemoryDraft:
 
 #: Earlier current memories matching a query (best first, at most MAX_CANDIDATES).
 CandidateSearch = Callable[[str], Sequence[CandidateMemory]]
+#: The cosine of a statement's text to a candidate memory by recall by meaning's model; None when
+#: the candidate has no vector of it. Given to the rules when the model is on.
+Meaning = Callable[[str, CandidateMemory], float | None]

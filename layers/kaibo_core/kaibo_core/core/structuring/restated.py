@@ -6,7 +6,9 @@ earlier one with one value replaced (docs/structuring-rules.md, "Restated with a
 this reads the *difference* between the two statements instead of their phrasing:
 
 - they share the topic: most of the earlier statement's words (stemmed, as recall sees them)
-  are in the later one;
+  are in the later one, or, with recall by meaning on, the model finds them close (cosine ≥
+  ``SAME_MEANING_COSINE``: "The marketing budget for Q3 is …" → "Q3 spend on marketing is capped
+  at …") and no word beside a shared one was swapped for another;
 - the earlier statement's value is gone and the later one has a value of the same kind in
   its place (a date, a time, a number, an amount, an address, a name, a code);
 - exactly one thing differs: if a name *and* another value both changed, the statements are
@@ -26,7 +28,7 @@ from itertools import pairwise
 from typing import Final, Literal
 
 from kaibo_core.core.structuring.classify import statement_of_text
-from kaibo_core.core.structuring.drafts import CandidateMemory
+from kaibo_core.core.structuring.drafts import CandidateMemory, Meaning
 from kaibo_core.core.structuring.facts import history
 from kaibo_core.core.text import analyze
 
@@ -121,6 +123,10 @@ _PAST: Final = re.compile(r"\b(was|were|used to|previously|last (?:year|month|we
 MIN_TOPIC_SHARE: Final = 0.75
 #: At least this many topic words in common (names included).
 MIN_TOPIC_WORDS: Final = 2
+#: With recall by meaning on, two statements at least this close (all-MiniLM-L6-v2's cosine) share
+#: their topic whatever their words; tuned on tests/data/structuring_tuning_blind.json only
+#: (docs/performance-structuring.md, session 13).
+SAME_MEANING_COSINE: Final = 0.6
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,8 +198,9 @@ def settle_openings(new: Reading, old: Reading) -> tuple[Reading, Reading]:
     return _settle_opening(new, old), _settle_opening(old, new)
 
 
-def replaces_value(new: Reading, old: Reading) -> bool:
-    """True when ``new`` restates ``old`` with one value replaced (see the module docstring)."""
+def replaces_value(new: Reading, old: Reading, same_meaning: bool = False) -> bool:
+    """True when ``new`` restates ``old`` with one value replaced (see the module docstring);
+    ``same_meaning``: the model finds the two statements close, whatever their words."""
     new, old = settle_openings(new, old)
     gone = old.values - new.values
     added = new.values - old.values
@@ -201,7 +208,7 @@ def replaces_value(new: Reading, old: Reading) -> bool:
         return False
     if new.holders and old.holders and not new.holders & old.holders:
         return False  # "our budget" and "their budget"
-    if not _same_topic(new, old):
+    if not (_same_topic(new, old) or (same_meaning and not swapped_word(new, old))):
         return False
     slot = _replaced_slot(gone, added)
     if slot is None:
@@ -230,6 +237,15 @@ def _same_topic(new: Reading, old: Reading) -> bool:
     if not lost:
         return True
     return len(lost) == 1 and len(shared) >= MIN_TOPIC_SHARE * len(old.topic)
+
+
+def swapped_word(new: Reading, old: Reading) -> bool:
+    """A word beside a shared one was swapped for another ("release target" → "release party",
+    "the mobile squad" → "the web squad"): another thing, however close the model finds them."""
+    shared, lost, gained = old.topic & new.topic, old.topic - new.topic, new.topic - old.topic
+    followed = {a for a, b in old.pairs if a in shared and b in lost}  # "release" of "release target"
+    preceded = {b for a, b in old.pairs if b in shared and a in lost}  # "squad" of "mobile squad"
+    return any((a in followed and b in gained) or (b in preceded and a in gained) for a, b in new.pairs)
 
 
 def narrower(new: Reading, old: Reading) -> bool:
@@ -281,7 +297,11 @@ def past(text: str) -> bool:
 
 
 def restated_candidates(
-    text: str, speaker: str | None, stream: str, candidates: Iterable[CandidateMemory]
+    text: str,
+    speaker: str | None,
+    stream: str,
+    candidates: Iterable[CandidateMemory],
+    meaning: Meaning | None = None,
 ) -> list[CandidateMemory]:
     """The candidates that ``text`` (one statement, dates resolved, no speaker prefix) restates
     with one value replaced. A first-person statement only replaces its own speaker's values, in
@@ -304,6 +324,8 @@ def restated_candidates(
             continue
         if speaker and old_speaker and old_speaker != speaker:
             continue  # another speaker's value: a disagreement, not an update
-        if replaces_value(new, read(old_statement.text)):
+        cosine = None if meaning is None else meaning(text, candidate)
+        same_meaning = cosine is not None and cosine >= SAME_MEANING_COSINE
+        if replaces_value(new, read(old_statement.text), same_meaning):
             found.append(candidate)
     return found

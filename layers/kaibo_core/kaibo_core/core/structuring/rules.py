@@ -34,6 +34,7 @@ from kaibo_core.core.structuring.drafts import (
     EventToStructure,
     Link,
     LinkKind,
+    Meaning,
     MemoryDraft,
 )
 from kaibo_core.core.structuring.facts import additive, history
@@ -90,9 +91,13 @@ class _Plan:
 
 
 class RuleStructurer:
-    """Rules only: no model, no I/O besides the ``search`` it is given. Deterministic."""
+    """Rules only: no I/O besides the ``search`` it is given. Deterministic. With ``meaning``
+    (recall by meaning's model, when on), an update in other words can still be read as one."""
 
     name = "rules"
+
+    def __init__(self, meaning: Meaning | None = None) -> None:
+        self._meaning = meaning
 
     def structure(self, event: EventToStructure, search: CandidateSearch) -> list[MemoryDraft]:
         text = event.text.strip()
@@ -225,9 +230,8 @@ class RuleStructurer:
         )
         return True
 
-    @staticmethod
     def _restated(
-        event: EventToStructure, statement: Statement, today: date, search: CandidateSearch, plan: _Plan
+        self, event: EventToStructure, statement: Statement, today: date, search: CandidateSearch, plan: _Plan
     ) -> tuple[Link, ...]:
         """Links to earlier memories this statement restates with one value replaced, when no
         change rule matched (``restated``: updates without a change word)."""
@@ -239,7 +243,7 @@ class RuleStructurer:
         if not has_value(text):
             return ()  # nothing to replace another memory's value with: no search
         candidates = [c for c in search(statement.text) if c.memory_id not in plan.linked]
-        found = restated_candidates(text, statement.speaker, event.stream, candidates)
+        found = restated_candidates(text, statement.speaker, event.stream, candidates, self._meaning)
         return plan.links_for("supersedes", [candidate.memory_id for candidate in found])
 
 
