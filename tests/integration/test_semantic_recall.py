@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kaibo_core.core.semantic.placement import CELL_TERM_PREFIX
 from kaibo_core.core.semantic.vectors import NIBBLE_FORM
 from tests.integration.test_forget_api import (
@@ -104,3 +106,20 @@ def test_given_a_placed_memory_forgotten_and_purged_then_no_vector_of_it_is_left
     assert erased
     assert all("sem" not in item and "content" not in item for item in erased)
     assert cell_postings(semantic_env, kept_ids)  # the other memory keeps its place
+
+
+@pytest.mark.parametrize(("env", "status"), [("semantic_env", "superseded"), ("handler_env", "active")])
+def test_given_a_value_restated_in_other_words_then_the_deployed_structurer_retires_it_only_with_the_model(
+    env: str, status: str, request: pytest.FixtureRequest
+) -> None:
+    # #15 with the model on: the structure function's rules read "the same subject" by meaning too.
+    project = new_project()
+    old, _ = remember_structured(
+        request.getfixturevalue(env),
+        project,
+        "chat",
+        "The marketing budget for Q3 is $40,000.",
+        "Q3 spend on marketing is capped at $55,000.",
+    )
+    retired = memory_ids_of(project, old)[1:]
+    assert [get_memory(project, m).body["status"] for m in retired] == [status]
