@@ -111,6 +111,9 @@ SCENARIOS_PATH: Final = ROOT / "tests" / "data" / "structuring_scenarios.json"
 HELDOUT_PATH: Final = ROOT / "tests" / "data" / "structuring_heldout.json"
 #: A second held-out set, written the same way after the rules changed (#15: confirms the figures).
 HELDOUT2_PATH: Final = ROOT / "tests" / "data" / "structuring_heldout2.json"
+#: A third, written the same way while the rules changed again in session 14 (never read before its
+#: one measurement): confirms the figures with the model on and off.
+HELDOUT3_PATH: Final = ROOT / "tests" / "data" / "structuring_heldout3.json"
 RECALL_BUDGET: Final = 300
 DEFAULT_STREAM: Final = "s"
 #: The issue's targets on the scenario set.
@@ -1606,9 +1609,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     else:
         out(f"No held-out set at {HELDOUT_PATH.relative_to(ROOT)}: only the own set is measured.", "")
-    if args.scenarios is None and HELDOUT2_PATH.is_file():
-        results["heldOut2"] = section_scenarios(out, CpuSamples(), data_path, HELDOUT2_PATH, held_out=True)
-        section_side_by_side(out, results["scenarios"], results["heldOut2"], "second held-out set")
+    for key, path, name in (
+        ("heldOut2", HELDOUT2_PATH, "second held-out set"),
+        ("heldOut3", HELDOUT3_PATH, "third held-out set"),
+    ):
+        if args.scenarios is None and path.is_file():
+            results[key] = section_scenarios(out, CpuSamples(), data_path, path, held_out=True)
+            section_side_by_side(out, results["scenarios"], results[key], name)
     if args.scenarios_only:
         if args.json is not None:
             args.json.write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")

@@ -119,6 +119,36 @@ def test_the_structurer_links_an_update_stated_without_a_change_word() -> None:
     assert [(link.kind, link.memory_id) for link in found] == [("supersedes", "mem_old0")]
 
 
+def test_a_plan_no_type_fits_gets_its_new_value_and_a_story_in_the_past_does_not() -> None:
+    plan = "Team dinner Friday 7pm at Osteria Nino, table for 12."
+    found = structured_links("Team dinner Friday 8pm at Osteria Nino, table for 12.", plan)
+    assert [(link.kind, link.memory_id) for link in found] == [("supersedes", "mem_old0")]
+    story = "We had the team dinner Friday at 7pm at Osteria Nino."
+    assert structured_links("Team dinner Friday 8pm at Osteria Nino.", story) == []
+
+
+def close(_text: str, _candidate: CandidateMemory) -> float:
+    """The model finds them close."""
+    return 0.99
+
+
+def test_a_story_kept_as_one_episode_and_a_plain_report_of_the_past_replace_nothing() -> None:
+    """LoCoMo, with the model on: a chat turn of several statements kept as one episode and a
+    report of last Friday are no plan and no plan's new value."""
+    plan = "Adoption agency interviews start on August 21, 2023."
+    told = f"Hey Mel! Big week for me. {plan}"
+    new = "Adoption agency interviews start on October 20, 2023!"
+    assert restated_candidates(new, None, "s", [candidate(plan, "episode")], close)
+    assert not restated_candidates(new, None, "s", [candidate(told, "episode")], close)
+    assert not restated_candidates(
+        "I passed the adoption agency interviews last Friday (October 20, 2023)!",
+        None,
+        "s",
+        [candidate("The adoption agency interviews are on September 1, 2023.")],
+        close,
+    )
+
+
 def test_a_change_naming_an_old_value_no_memory_holds_links_nothing() -> None:
     # "from July 10" names a value the stored memory does not hold: the change is about
     # something else, and the restatement reading must not link it either.

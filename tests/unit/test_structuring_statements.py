@@ -85,6 +85,8 @@ def test_statement_count_is_capped_and_the_rest_kept_as_overflow() -> None:
         ("We might cancel the review.", "hedged"),
         ("Maybe the standup should be at 10am.", "hedged"),
         ("We are considering moving the offsite.", "hedged"),
+        ("We may move the offsite to June.", "hedged"),
+        ("May we move the offsite?", "hedged"),
         ("Anna said they moved the release.", "reported"),
         ("According to Raj, the standup is at 10am.", "reported"),
         ("We are not moving the release.", "negated"),
@@ -95,6 +97,19 @@ def test_guards(text: str, flag: str) -> None:
     statement = prepare(text)
     assert getattr(statement, flag)
     assert statement.guarded
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Correction: the conference in Lisbon is on the 15th of May.",  # the month, not the verb
+        "The launch moved to May 14.",
+        "The offsite is in May this year.",
+        "The VAT return can go in on 14 May without a penalty.",  # "without" negates nothing said
+    ],
+)
+def test_the_month_may_and_a_without_phrase_are_no_guards(text: str) -> None:
+    assert not prepare(text).guarded
 
 
 @pytest.mark.parametrize(

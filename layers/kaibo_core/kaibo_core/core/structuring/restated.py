@@ -27,9 +27,10 @@ from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Final, Literal
 
-from kaibo_core.core.structuring.classify import statement_of_text
+from kaibo_core.core.structuring.classify import FALLBACK_EPISODE, classify, statement_of_text
 from kaibo_core.core.structuring.drafts import CandidateMemory, Meaning
 from kaibo_core.core.structuring.facts import history
+from kaibo_core.core.structuring.statements import Statement, split_statements
 from kaibo_core.core.text import analyze
 
 ValueKind = Literal["date", "time", "amount", "number", "email", "url", "phone", "name", "code"]
@@ -84,7 +85,10 @@ _UPPER: Final = "A-ZÀ-ÖØ-Þ"
 _LOWER: Final = "a-zß-öø-ÿ"
 _CAPITALIZED_WORD: Final = rf"[{_UPPER}][{_LOWER}'’-]*[{_LOWER}]"
 _FIRST_WORD: Final = re.compile(rf"\s*({_CAPITALIZED_WORD})\b(?!\s+[{_UPPER}])")
-_CAPITALIZED: Final = re.compile(rf"\b{_CAPITALIZED_WORD}(?:\s+{_CAPITALIZED_WORD})*\b")
+#: A name written with a capital inside ("iOS", "macOS", "eBay") is a name too.
+_CAPITALIZED: Final = re.compile(
+    rf"\b(?:{_CAPITALIZED_WORD}|[{_LOWER}]+[{_UPPER}][\w]*)(?:\s+{_CAPITALIZED_WORD})*\b"
+)
 #: Capitalized words that are not names: sentence openers, pronouns, days and months are dates.
 _OPENERS: Final = (
     "the a an i we you he she they it our my your their his her its this that these those there "
@@ -117,7 +121,11 @@ VALUE_TYPES: Final = frozenset({"fact", "decision", "preference", "task"})
 _FIRST_PERSON: Final = re.compile(r"\b(i|i'm|i’m|my|me|we|our|us)\b", re.IGNORECASE)
 #: Past tense that tells history rather than the current value ("was", "last year").
 _ATTACHMENT: Final = re.compile(r"\s*\[(?:attachment|image|file)\b", re.IGNORECASE)
-_PAST: Final = re.compile(r"\b(was|were|used to|previously|last (?:year|month|week|time))\b", re.IGNORECASE)
+_PAST: Final = re.compile(
+    rf"\b(was|were|used to|previously|yesterday|ago"
+    rf"|last (?:year|month|week|weekend|night|time|{_WEEKDAY}))\b",
+    re.IGNORECASE,
+)
 
 #: Share of the earlier statement's topic words the later one must repeat.
 MIN_TOPIC_SHARE: Final = 0.75
@@ -208,11 +216,14 @@ def replaces_value(new: Reading, old: Reading, same_meaning: bool = False) -> bo
         return False
     if new.holders and old.holders and not new.holders & old.holders:
         return False  # "our budget" and "their budget"
-    if not (_same_topic(new, old) or (same_meaning and not swapped_word(new, old))):
+    topic = topic_verdict(new, old)
+    if topic == "other":
         return False
     slot = _replaced_slot(gone, added)
     if slot is None:
         return False  # nothing of the same kind, or two things changed (a name and an email): two subjects
+    if topic == "unknown" and not _same_meaning(new, old, slot, same_meaning):
+        return False
     if slot != "name":
         return True
     if _count(gone, "name") > 1 or _count(added, "name") > 1:
@@ -222,21 +233,57 @@ def replaces_value(new: Reading, old: Reading, same_meaning: bool = False) -> bo
     return bool(old.topic & new.topic & _SOLE_ROLES)
 
 
-def _same_topic(new: Reading, old: Reading) -> bool:
-    """Most of the earlier statement's words are repeated; a word of it swapped for another
-    ("on weekdays" → "on weekends", "the mobile squad" → "the web squad") is another scope."""
+def _same_meaning(new: Reading, old: Reading, slot: str, close: bool) -> bool:
+    """The model's word where the words cannot tell: close, and no word of the earlier statement
+    swapped for another, and no owner of its value left unnamed."""
+    return close and not swapped_word(new, old) and not _owner_dropped(new, old, slot)
+
+
+def _owner_dropped(new: Reading, old: Reading, slot: str) -> bool:
+    """The earlier statement says whose value it is ("Acme's contract value is $120k") and the
+    later one does not name them ("Contract value $95k"): perhaps another client's. Only the words
+    can tell who a statement is about; the model finds the two close either way."""
+    if slot == "name":
+        return False
+    words = new.words()
+    return any(
+        not frozenset(analyze(value)) & words
+        for kind, value in old.values
+        if kind == "name" and value.endswith(("'s", "’s"))
+    )
+
+
+TopicVerdict = Literal["same", "other", "unknown"]
+
+
+def topic_verdict(new: Reading, old: Reading) -> TopicVerdict:
+    """Whether two statements are about the same thing, by their words: ``same`` when most of the
+    earlier statement's words are repeated; ``other`` when the words show another thing (a short
+    topic made narrower, a word put before a shared one, one word of the earlier statement swapped
+    for another: "on weekdays" → "on weekends", "the mobile squad" → "the web squad"); ``unknown``
+    when they share too few words to tell (only then may the model's meaning decide)."""
     shared = old.topic & new.topic
     names = {v for k, v in old.values & new.values if k == "name"}
-    if len(shared) + len(names) < MIN_TOPIC_WORDS and not (old.topic and old.topic <= new.topic):
-        return False
     lost, gained = old.topic - new.topic, new.topic - old.topic
     if len(old.topic) <= 1 and gained:
-        return False  # "the demo" vs "the demo prep": a short topic made narrower is another thing
+        beside = any((a in shared and b in gained) or (a in gained and b in shared) for a, b in new.pairs)
+        if not old.topic or len(new.topic) <= 2 or beside:
+            return "other"  # "the demo" vs "the demo prep", "the kickoff" vs "the retro"
+        return "unknown"  # one word against a statement in other words: too little to tell
     if narrower(new, old):
-        return False  # "the wifi password" vs "the guest wifi password": a narrower subject
+        return "other"  # "the wifi password" vs "the guest wifi password": a narrower subject
+    if len(shared) + len(names) < MIN_TOPIC_WORDS and not (old.topic and old.topic <= new.topic):
+        if shared and len(lost) == 1 and len(gained) == 1:
+            return "other"  # "the Q3 report" vs "the Q3 budget": the one word that differs is the subject
+        return "unknown"
     if not lost:
-        return True
-    return len(lost) == 1 and len(shared) >= MIN_TOPIC_SHARE * len(old.topic)
+        return "same"
+    if len(lost) == 1:
+        if len(shared) >= MIN_TOPIC_SHARE * len(old.topic):
+            return "same"
+        if len(gained) == 1:
+            return "other"  # one word swapped for one other: another scope
+    return "unknown"
 
 
 def swapped_word(new: Reading, old: Reading) -> bool:
@@ -269,6 +316,19 @@ def _replaced_slot(
     if replaced == {"date", "time"}:
         return "when"
     return next(iter(replaced)) if len(replaced) == 1 else None
+
+
+def replaceable(memory_type: str, statement: Statement) -> bool:
+    """A memory holding a value a later statement can replace: a fact, decision, preference or
+    task, or a plain statement no type fits ("Team dinner Friday 7pm at Osteria Nino": a plan, its
+    time may change), never an episode told in the past ("We met on Friday") nor several statements
+    kept together as one episode (a story)."""
+    if memory_type in VALUE_TYPES:
+        return True
+    if memory_type != "episode" or len(split_statements(statement.text).statements) != 1:
+        return False  # several statements kept together as one episode are a story
+    classification = classify(statement)
+    return classification is not None and classification.confidence == FALLBACK_EPISODE
 
 
 def has_value(text: str) -> bool:
@@ -312,9 +372,9 @@ def restated_candidates(
     first_person = _FIRST_PERSON.search(text) is not None
     found = []
     for candidate in candidates:
-        if candidate.type not in VALUE_TYPES:
-            continue
         old_statement = statement_of_text(candidate.content)
+        if not replaceable(candidate.type, old_statement):
+            continue
         if old_statement.guarded or history(old_statement) or past(old_statement.text):
             continue
         if is_attachment(old_statement.text):

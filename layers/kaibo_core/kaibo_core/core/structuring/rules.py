@@ -156,8 +156,19 @@ class RuleStructurer:
         if change is None and self._task_closed(event, statement, today, search, plan):
             return
         if change is None and classification.type == "episode":
-            plan.episodes.append(
-                (statement, resolve_dates(statement.text, today).text, classification.confidence)
+            # A plain statement no type fits may still give a plan a new value ("Team lunch at
+            # Ramen Taka" after "Team lunch at Sushi Ko"); an episode told in the past never does.
+            plain = classification.confidence == FALLBACK_EPISODE
+            links = self._restated(event, statement, today, search, plan) if plain else ()
+            if not links:
+                plan.episodes.append(
+                    (statement, resolve_dates(statement.text, today).text, classification.confidence)
+                )
+                return
+            plan.flush_episodes()
+            content = resolve_dates(_with_speaker(statement), today).text
+            plan.drafts.append(
+                MemoryDraft("episode", content, event.occurred_at, classification.confidence, None, links)
             )
             return
         plan.flush_episodes()

@@ -91,11 +91,17 @@ _QUESTION_START: Final = re.compile(
     re.IGNORECASE,
 )
 _HEDGE: Final = re.compile(
-    r"\b(?:if|unless|whether|might|may(?!\s+\d)|could|would|should|maybe|perhaps|possibly|probably|suppose"
+    r"\b(?:if|unless|whether|might|could|would|should|maybe|perhaps|possibly|probably|suppose"
     r"|supposing|hypothetically|consider(?:ing|ed)?|thinking about|think about|wonder(?:ing|ed)?|in case"
     r"|what if|proposal|propose[sd]?|proposing|suggest(?:s|ed|ing)?|idea|option|plan b|not sure|unsure"
     r"|tentative(?:ly)?|rumou?rs?|i think|we think|i guess|depending)\b",
     re.IGNORECASE,
+)
+#: "may" the verb, not the month: lower case, or "May I/we …"; never after a day ("15th of May",
+#: "in May") or before one ("May 5").
+_MAY_HEDGE: Final = re.compile(
+    r"(?<!\d\s)(?<!\dth\s)(?<!\bof\s)(?<!\bin\s)(?<!\bby\s)(?<!\bmid-)"
+    r"\b(?:may|May(?=\s+(?i:i|we|you|he|she|they|it|be|have|need)\b))\b(?![\s,.]+\d)"
 )
 _REPORTED: Final = re.compile(
     r"\b(?:said|says|say|told|tells|mention(?:s|ed)?|asked|asks|claim(?:s|ed)?|believes?|thinks"
@@ -103,7 +109,7 @@ _REPORTED: Final = re.compile(
     re.IGNORECASE,
 )
 _NEGATION: Final = re.compile(
-    r"\b(?:not|never|no need|none|nobody|nothing|neither|nor|without|cannot|can't|won't|don't|doesn't"
+    r"\b(?:not|never|no need|none|nobody|nothing|neither|nor|cannot|can't|won't|don't|doesn't"
     r"|didn't|isn't|aren't|wasn't|weren't|haven't|hasn't|shouldn't|wouldn't|couldn't|no one|dont|wont"
     r"|cant|isnt|arent|didnt|doesnt|havent|hasnt|wasnt)\b",
     re.IGNORECASE,
@@ -217,7 +223,7 @@ def prepare(text: str, speaker: str | None = None, numbered: bool = False) -> St
         correction_cue=filler_cue or label in {"correction", "update"},
         now_cue=bool(_NOW_CUE.search(core)),
         question=question,
-        hedged=bool(_HEDGE.search(core)),
+        hedged=bool(_HEDGE.search(core) or _MAY_HEDGE.search(core)),
         reported=bool(_REPORTED.search(core)),
         negated=negated,
         numbered=numbered,
