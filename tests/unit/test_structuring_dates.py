@@ -15,6 +15,8 @@ from kaibo_core.core.structuring.dates import (
     resolve_dates,
     weekday_date,
 )
+from kaibo_core.core.structuring.drafts import EventToStructure
+from kaibo_core.core.structuring.rules import RuleStructurer
 
 PROPERTY = settings(max_examples=200, deadline=None, derandomize=True)
 TUESDAY = date(2026, 6, 2)  # the reference event date of the examples in the docs
@@ -164,6 +166,32 @@ def test_words_that_are_not_dates_stay_as_they_are(text: str) -> None:
 )
 def test_weekday_conventions(modifier: str, weekday: int, expected: date) -> None:
     assert weekday_date(modifier, weekday, TUESDAY) == expected
+
+
+@pytest.mark.parametrize(
+    ("modifier", "weekday", "expected"),
+    [
+        ("on", 5, date(2026, 5, 30)),  # "I went to a concert on Saturday", said on a Tuesday
+        ("on", 1, date(2026, 6, 2)),  # today counts
+        ("this", 0, date(2026, 6, 1)),  # "we met this Monday"
+        ("next", 4, date(2026, 6, 12)),  # "I booked it for next Friday": still ahead
+        ("for", 5, date(2026, 6, 6)),  # "we booked the venue for Saturday": still ahead
+        ("last", 1, date(2026, 5, 26)),
+    ],
+)
+def test_in_a_statement_about_the_past_on_and_this_point_back(
+    modifier: str, weekday: int, expected: date
+) -> None:
+    assert weekday_date(modifier, weekday, TUESDAY, past=True) == expected
+
+
+def test_the_structurer_reads_the_weekday_of_a_story_as_the_one_just_gone() -> None:
+    def memory(text: str) -> str:
+        event = EventToStructure("evt_1", "s", 1, "h" * 64, "message", text, "2026-06-02T09:00:00.000Z")
+        return RuleStructurer().structure(event, lambda _query: [])[0].content
+
+    assert memory("I went to a concert on Saturday.") == "I went to a concert on Saturday (May 30, 2026)."
+    assert memory("The concert is on Saturday.") == "The concert is on Saturday (June 6, 2026)."
 
 
 def test_month_arithmetic_clamps_to_the_last_day() -> None:

@@ -118,6 +118,15 @@ def test_the_rewritten_fact_borrows_the_retired_memorys_preposition() -> None:
     assert structure("We moved the office to Munich.", office)[1].content == "The office is in Munich."
 
 
+def test_a_cancellation_naming_the_plan_by_other_words_it_holds_cancels_it() -> None:
+    """The memory's subject is "quarterly all-hands"; the cancellation names it by its date."""
+    all_hands = candidate("Quarterly all-hands: October 8, 4pm, auditorium.", subject="quarterly all-hands")
+    assert links(structure("Leadership called off the October 8 all-hands.", all_hands)) == [
+        Link("cancels", all_hands.memory_id)
+    ]
+    assert links(structure("Leadership called off the October 9 all-hands.", all_hands)) == []
+
+
 def test_cancel_links_the_review_with_cancels() -> None:
     drafts = structure("Cancel the Friday design review.", REVIEW_FRIDAY)
     assert [d.type for d in drafts] == ["decision"]
@@ -144,6 +153,8 @@ def test_cancel_links_the_review_with_cancels() -> None:
         ("The migration script was reassigned to Bob.", SCRIPT_TASK, "supersedes"),
         ("The migration script is now assigned to Bob.", SCRIPT_TASK, "supersedes"),
         ("Bob will take over the migration script from Alice.", SCRIPT_TASK, "supersedes"),
+        ("Bob will take over the migration script, Alice is out sick.", SCRIPT_TASK, "supersedes"),
+        ("The migration script will be handled by Bob from now on.", SCRIPT_TASK, "supersedes"),
         ("Cancel the design review.", REVIEW_FRIDAY, "cancels"),
         ("We cancelled the design review.", REVIEW_FRIDAY, "cancels"),
         ("We canceled the design review.", REVIEW_FRIDAY, "cancels"),
@@ -151,6 +162,12 @@ def test_cancel_links_the_review_with_cancels() -> None:
         ("The design review is canceled.", REVIEW_FRIDAY, "cancels"),
         ("The design review was called off due to illness.", REVIEW_FRIDAY, "cancels"),
         ("Design review cancelled due to illness.", REVIEW_FRIDAY, "cancels"),
+        ("Scrap the design review, half the team has the flu.", REVIEW_FRIDAY, "cancels"),  # a remark
+        ("The design review is off — the team is at a conference.", REVIEW_FRIDAY, "cancels"),
+        ("Killing the design review.", REVIEW_FRIDAY, "cancels"),
+        ("We hired the agency, so no design review.", REVIEW_FRIDAY, "cancels"),
+        ("We're not doing the design review after all.", REVIEW_FRIDAY, "cancels"),
+        ("Leadership called off the Friday design review.", REVIEW_FRIDAY, "cancels"),  # a day added
         ("Rename Project Falcon to Osprey.", FALCON, "supersedes"),
         ("We renamed Project Falcon to Osprey.", FALCON, "supersedes"),
         ("Project Falcon is now called Osprey.", FALCON, "supersedes"),
@@ -185,6 +202,8 @@ def test_cue_families_link_the_earlier_memory(text: str, old: CandidateMemory, k
         ("Move the release party to July 20.", RELEASE_13),
         ("Move the release target from July 10 to July 17.", RELEASE_13),  # the old value is not July 13
         ("Cancel the code review.", REVIEW_FRIDAY),
+        ("We are killing it with the design review.", REVIEW_FRIDAY),  # slang, not a cancellation
+        ("Leadership called off the Monday design review.", REVIEW_FRIDAY),  # another day's
         ("Reassign the test plan to Bob.", SCRIPT_TASK),
         ("I finished the migration guide.", SCRIPT_TASK),
         ("I'm almost done with the migration script.", SCRIPT_TASK),

@@ -60,7 +60,7 @@ _DET = r"(?P<det>(?:the|our|my|this|that|these|those|a|an)\s+)?"
 _START = r"(?<![\w'’-])"
 _NOT_OBJECT_WORDS = r"from|to|into|due|because|since|as|for|after|until|by"
 _NOT_OBJECT = rf"(?!(?:{_NOT_OBJECT_WORDS})\b)"
-_OBJ_WORDS = r"[\w'’#&:.-]+(?:\s+[\w'’#&:.-]+){0,6}?"
+_OBJ_WORDS = r"[\w'’#&:./+-]+(?:\s+[\w'’#&:./+-]+){0,6}?"
 _OBJ = rf"(?P<obj>{_NOT_OBJECT}{_OBJ_WORDS})"
 _PARTICLE_WORDS = r"back|out|forward|up|ahead|in"
 #: The object of an active move verb is never a particle ("pulled in to Tuesday", "moving on to").
@@ -90,10 +90,14 @@ _WHEN_WORDS = r"(?:this|next|today|tomorrow|tonight|for|until|again|last)"
 _MOVED = r"(?P<verb>moved|postponed|rescheduled|pushed|delayed|shifted|bumped|pulled|brought)"
 _CANCEL_VERB = (
     r"(?:cancel(?:s|led|ed|ling|ing)?|call(?:s|ed|ing)?\s+off|scrap(?:s|ped|ping)?"
-    r"|drop(?:s|ped|ping)?(?!\s+(?:off|by|in|out|over|down|back|to|into|me|us|you|him|her|them|it)\b))"
+    r"|drop(?:s|ped|ping)?(?!\s+(?:off|by|in|out|over|down|back|to|into|me|us|you|him|her|them|it)\b)"
+    r"|kill(?:s|ed|ing)?(?!\s+(?:it|time|me|us|you|him|her|them|the\s+mood)\b))"
 )
 _CANCELLED = r"(?:cancell?ed|called\s+off|scrapped|off)"
 _REASON = r"(?:\s+(?:for|this|today|tomorrow|next|until|due\s+to|because|since|as|after)\b.*)?"
+#: A remark after a cancellation, set off by a comma, a dash or a bracket ("Scrap Friday's dinner,
+#: half the team has the flu"; "the design sync is off — Lara's team is away").
+_REMARK = r"(?:\s*(?:,|\(|\s[—–-]|—|–)\s*\S.*)?"
 _POSTPONE_TAIL = r"(?:\s+(?:by|for|indefinitely|until\s+further\s+notice)\b.*)?"
 _FROM_TO = rf"(?:\s+from\s+{_OLD})?\s+to\s+{_NEW}"
 
@@ -104,10 +108,11 @@ def _compile(*parts: str) -> re.Pattern[str]:
 
 # Each entry: the kind of change and a pattern over the statement's core. Tried in order.
 _PATTERNS: Final[tuple[tuple[ChangeKind, re.Pattern[str]], ...]] = (
-    ("cancel", _compile(_START, _CANCEL_VERB, rf"\s+(?!{_WHEN_WORDS}\b){_DET}{_OBJ}{_END}")),
-    ("cancel", _compile(_START, rf"call(?:s|ed|ing)?\s+{_DET}{_OBJ}\s+off{_END}")),
-    ("cancel", _compile(rf"^{_DET}{_OBJ}\s+{_BE}\s+(?:now\s+|officially\s+)?", _CANCELLED, _REASON, _END)),
-    ("cancel", _compile(rf"^{_DET}{_OBJ}\s+(?:cancell?ed|called\s+off|scrapped)", _REASON, _END)),
+    ("cancel", _compile(_START, _CANCEL_VERB, rf"\s+(?!{_WHEN_WORDS}\b){_DET}{_OBJ}{_REMARK}{_END}")),
+    ("cancel", _compile(_START, rf"call(?:s|ed|ing)?\s+{_DET}{_OBJ}\s+off{_REMARK}{_END}")),
+    ("cancel", _compile(rf"^{_DET}{_OBJ}\s+{_BE}\s+(?:now\s+|officially\s+)?", _CANCELLED, _REASON, _REMARK,
+                        _END)),
+    ("cancel", _compile(rf"^{_DET}{_OBJ}\s+(?:cancell?ed|called\s+off|scrapped)", _REASON, _REMARK, _END)),
     ("rename", _compile(_START, rf"renam(?:e|es|ed|ing)\s+{_DET}{_OBJ}", _FROM_TO, _END)),
     ("rename", _compile(rf"^{_DET}{_OBJ}\s+{_BE}\s+",
                         r"(?:renamed(?:\s+to)?|now\s+(?:renamed(?:\s+to)?|called|named))",
@@ -123,7 +128,12 @@ _PATTERNS: Final[tuple[tuple[ChangeKind, re.Pattern[str]], ...]] = (
     ("reassign", _compile(rf"^{_DET}{_OBJ}\s+{_BE}\s+now\s+owned\s+by\s+{_NEW}{_END}")),
     ("reassign", _compile(rf"^(?P<new>{_NAME}(?:\s+{_NAME})?)\s+",
                           r"(?:will\s+|is\s+going\s+to\s+|now\s+|has\s+|is\s+|are\s+)?(?:take[sn]?|took|taking)",
-                          rf"\s+over\s+{_DET}{_OBJ}(?:\s+from\s+{_OLD})?{_END}")),
+                          rf"\s+over\s+{_DET}{_OBJ}(?:\s+from\s+{_OLD})?{_REMARK}{_END}")),
+    ("reassign", _compile(rf"^{_DET}{_OBJ}\s+",
+                          r"(?:will\s+(?:now\s+)?be|is\s+(?:now\s+)?being|is\s+now|are\s+now)\s+",
+                          r"(?:handled|owned|run|led|managed|driven|covered|done|taken\s+care\s+of)\s+by\s+",
+                          rf"(?P<new>{_NAME}(?:\s+{_NAME})?)(?:\s+(?:from\s+now\s+on|going\s+forward|now))?",
+                          rf"{_REMARK}{_END}")),
     ("reassign", _compile(rf"^(?P<new>{_NAME})\s+",
                           r"(?:now\s+owns|is\s+now\s+responsible\s+for|now\s+leads|now\s+handles|is\s+now\s+in\s+charge\s+of)",
                           rf"\s+{_DET}{_OBJ}{_END}")),
@@ -197,7 +207,14 @@ _NOT_HAPPENING: Final = _compile(
     _END,
 )
 #: "No offsite dinner this year", "No standup tomorrow".
-_NO_EVENT: Final = _compile(rf"^no\s+{_OBJ}(?:\s+(?:today|tomorrow|tonight|this|next|on|until)\b.*)?{_END}")
+_NO_EVENT: Final = _compile(
+    rf"^(?:.+?,\s*so\s+)?no\s+{_OBJ}(?:\s+(?:today|tomorrow|tonight|this|next|on|until)\b.*)?{_END}"
+)
+#: "We're not going to Asheville after all": a plan given up.
+_NOT_AFTER_ALL: Final = _compile(
+    r"^(?:we're|we’re|we\s+are|i'm|i’m|i\s+am|we|i)\s+(?:not|no\s+longer)\s+"
+    rf"(?:going\s+to|doing|having|holding|taking)\s+{_DET}{_OBJ}\s+after\s+all{_END}"
+)
 #: "I switched to the light theme": a preference of the speaker, the old one unnamed.
 _SWITCHED_TO: Final = _compile(
     rf"^(?:i|we)\s+(?:have\s+|'ve\s+|just\s+)*(?:switched|changed)\s+(?:over\s+)?to\s+{_NEW}{_END}"
@@ -535,7 +552,8 @@ def _negated_cancel(statement: Statement) -> Change | None:
     no question, hedge or reported speech)."""
     if statement.question or statement.hedged or statement.reported or not statement.parseable:
         return None
-    match = _NOT_HAPPENING.match(statement.core) or _NO_EVENT.match(statement.core)
+    core = statement.core
+    match = _NOT_HAPPENING.match(core) or _NO_EVENT.match(core) or _NOT_AFTER_ALL.match(core)
     if match is None or not plausible_subject(match.group("obj")) or _formula(match.group("obj")):
         return None
     subject = _clean_subject(match.group("obj"))
@@ -625,6 +643,12 @@ def _subject_fits(subject_terms: frozenset[str], candidate: CandidateMemory, con
     return (len(subject_terms) >= 2 or old_found) and subject_terms <= content_terms
 
 
+def _says_all_of(subject: str | None, content_terms: frozenset[str]) -> bool:
+    """The memory says every word of the cancelled thing, and it has two or more."""
+    terms = key_terms(subject or "")
+    return len(terms) >= 2 and terms <= content_terms
+
+
 def _overlap(words: str, content_terms: frozenset[str]) -> float:
     terms = key_terms(words)
     return len(terms & content_terms) / len(terms) if terms else 0.0
@@ -676,6 +700,8 @@ def _accepts(change: Change, candidate: CandidateMemory, today: date) -> bool:
         return _retires_fact(change, candidate)
     if change.kind == "cancel" and _says_not_happening(candidate.content):
         return False
+    if change.kind == "cancel" and _says_all_of(change.subject, content_terms):
+        return True  # "called off the October 8 all-hands": "Quarterly all-hands: October 8, 4pm"
     if change.kind == "preference":
         return _prefers_otherwise(change, candidate, content_terms, today)
     if change.kind == "task_done":

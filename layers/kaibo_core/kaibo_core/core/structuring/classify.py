@@ -377,6 +377,11 @@ def subject_of(statement: Statement, kind: MemoryType) -> str | None:
     return None
 
 
+def tells_the_past(statement: Statement) -> bool:
+    """The statement tells what happened ("yesterday", "I went", "we met"): its weekdays lie behind."""
+    return _PAST_CUE.search(statement.core) is not None
+
+
 def classify(statement: Statement) -> Classification | None:
     """The type and confidence of a statement; None for chit-chat that says nothing."""
     core = statement.core

@@ -120,10 +120,18 @@ def _add_months(day: date, months: int) -> date:
     raise AssertionError("unreachable: every month has 28 days")
 
 
-def weekday_date(modifier: str, weekday: int, today: date) -> date:
+#: In a statement that tells the past, "on Saturday" and "this Monday" are the ones just gone
+#: ("I went to a concert on Saturday"); "next", "for", "by", "until" … still point ahead ("I
+#: booked the venue for Saturday").
+_BACK_IN_THE_PAST: Final = frozenset({"on", "this"})
+
+
+def weekday_date(modifier: str, weekday: int, today: date, past: bool = False) -> date:
     """``next``: that weekday in the next calendar week (weeks start on Monday);
     ``last``/``past``/``since``: the latest one before today; ``this``, ``coming`` and the
-    prepositions (on, by, until...): the first one on or after today."""
+    prepositions (on, by, until...): the first one on or after today; but ``on`` and ``this`` in a
+    statement that tells the past (``past``: "I went to a concert on Saturday"): the latest one on
+    or before today."""
     modifier = " ".join(modifier.lower().split())
     if modifier == "next":
         next_monday = today + timedelta(days=7 - today.weekday())
@@ -131,6 +139,8 @@ def weekday_date(modifier: str, weekday: int, today: date) -> date:
     if modifier in {"last", "past", "since"}:
         back = (today.weekday() - weekday) % 7 or 7
         return today - timedelta(days=back)
+    if past and modifier in _BACK_IN_THE_PAST:
+        return today - timedelta(days=(today.weekday() - weekday) % 7)
     return today + timedelta(days=(weekday - today.weekday()) % 7)
 
 
@@ -159,7 +169,7 @@ def _span(modifier: str, unit: str, today: date) -> tuple[date, str]:
     return first_of_year, str(first_of_year.year)
 
 
-def _resolve_match(match: re.Match[str], today: date) -> tuple[str, date] | None:
+def _resolve_match(match: re.Match[str], today: date, past: bool) -> tuple[str, date] | None:
     """The replacement text of one date mention and the date it names, or None to keep it."""
     groups = match.groupdict()
     words = match.group(0)
@@ -172,7 +182,7 @@ def _resolve_match(match: re.Match[str], today: date) -> tuple[str, date] | None
     if groups["rel"]:
         day = _relative_day(groups["rel"], today)
     elif groups["wd"]:
-        day = weekday_date(groups["wd_mod"], WEEKDAYS.index(groups["wd"].lower()), today)
+        day = weekday_date(groups["wd_mod"], WEEKDAYS.index(groups["wd"].lower()), today, past)
     elif groups["in_unit"]:
         count, unit = _count(groups["in_n"]), groups["in_unit"].lower()
         if unit.startswith("month"):
@@ -188,13 +198,14 @@ def _resolve_match(match: re.Match[str], today: date) -> tuple[str, date] | None
     return f"{words} ({format_date(day)})", day
 
 
-def resolve_dates(text: str, today: date) -> ResolvedText:
-    """Rewrite the dates in ``text`` against ``today`` (the event's local date)."""
+def resolve_dates(text: str, today: date, past: bool = False) -> ResolvedText:
+    """Rewrite the dates in ``text`` against ``today`` (the event's local date); ``past``: the
+    text tells what happened, so "on Saturday" is the Saturday just gone."""
     pieces: list[str] = []
     dates: list[date] = []
     position = 0
     for match in _DATE_PATTERN.finditer(text):
-        resolved = _resolve_match(match, today)
+        resolved = _resolve_match(match, today, past)
         if resolved is None:
             continue
         replacement, day = resolved

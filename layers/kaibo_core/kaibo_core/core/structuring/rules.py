@@ -23,6 +23,7 @@ from kaibo_core.core.structuring.classify import (
     Classification,
     classify,
     subject_of,
+    tells_the_past,
 )
 from kaibo_core.core.structuring.completed import closed_tasks, reports_completion
 from kaibo_core.core.structuring.dates import local_date, resolve_dates
@@ -161,9 +162,8 @@ class RuleStructurer:
             plain = classification.confidence == FALLBACK_EPISODE
             links = self._restated(event, statement, today, search, plan) if plain else ()
             if not links:
-                plan.episodes.append(
-                    (statement, resolve_dates(statement.text, today).text, classification.confidence)
-                )
+                text = resolve_dates(statement.text, today, past=tells_the_past(statement)).text
+                plan.episodes.append((statement, text, classification.confidence))
                 return
             plan.flush_episodes()
             content = resolve_dates(_with_speaker(statement), today).text
@@ -172,7 +172,8 @@ class RuleStructurer:
             )
             return
         plan.flush_episodes()
-        content = resolve_dates(_with_speaker(statement), today).text
+        told = change is None and tells_the_past(statement)  # "I painted it on Sunday": the last one
+        content = resolve_dates(_with_speaker(statement), today, past=told).text
         if change is None:
             subject = subject_of(statement, classification.type)
             links = self._restated(event, statement, today, search, plan)
