@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
@@ -54,8 +55,10 @@ def encode_nibbles(vector: NDArray[np.float32]) -> str:
     return f"{NIBBLE_FORM}{scale:.6g}{SEPARATOR}{base64.b64encode(packed.tobytes()).decode('ascii')}"
 
 
+@lru_cache(maxsize=64)
 def posting_code(item_code: str) -> str:
-    """What a cell posting carries for a memory whose item holds ``item_code``."""
+    """What a cell posting carries for a memory whose item holds ``item_code`` (a memory is posted
+    under several cells: its code is made once)."""
     return encode_nibbles(decode_vector(item_code))
 
 
