@@ -84,7 +84,7 @@ from bench.common import (
     write_units,
 )
 from kaibo_core.adapters.aws import dynamodb_client, dynamodb_reads
-from kaibo_core.adapters.dynamodb_events import DynamoEventStore
+from kaibo_core.adapters.dynamodb_events import DynamoEventLocator, DynamoEventStore, event_item
 from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
 from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore, memory_item, posting_item
 from kaibo_core.adapters.dynamodb_values import Item, item_size, key, n
@@ -95,6 +95,7 @@ from kaibo_core.core import storage_keys
 from kaibo_core.core.clock import format_instant
 from kaibo_core.core.indexing import CORPUS_SHARDS, DF_SHARDS, index_side, memory_plan
 from kaibo_core.core.limits import MAX_EVENTS_PER_BATCH
+from kaibo_core.core.models.events import EventRecord
 from kaibo_core.core.models.memories import (
     PROVISIONAL_CONFIDENCE,
     MemoryRecord,
@@ -347,6 +348,27 @@ def memory_record(project: ProjectId, rng: random.Random, index: int, size: int,
     )
 
 
+def source_event(memory: MemoryRecord, source: SourceEventRef) -> EventRecord:
+    """The event a seeded memory cites, as remember stores a message of its text (a made-up
+    digest, hashes and salt of the real lengths: an item of the real size)."""
+    payload = json.dumps({"role": "user", "text": memory.content}, ensure_ascii=False, sort_keys=True)
+    return EventRecord(
+        project_id=memory.project_id,
+        stream=source.stream,
+        seq=source.seq,
+        id=source.event_id,
+        kind="message",
+        idempotency_key=f"seed-{source.event_id}",
+        occurred_at=memory.valid_from,
+        received_at=memory.created_at,
+        payload_digest=source.hash,
+        hash=source.hash,
+        prev_hash=source.hash,
+        canonical_payload=payload,
+        salt=source.hash[:32],
+    )
+
+
 # --- Synthetic placements (--semantic) -----------------------------------------------------------
 
 
@@ -485,6 +507,7 @@ class Seeder:
         backend = moto_dynamodb_backend()
         self._index: Table = backend.get_table(tables["TermIndexTable"])
         self._memories: Table = backend.get_table(tables["MemoriesTable"])
+        self._events: Table = backend.get_table(tables["EventsTable"])
 
     def seed(self, project: ProjectId, memories: Iterable[MemoryRecord]) -> SeedStats:
         """Seed, then move everything to the garbage collector's permanent generation.
@@ -521,6 +544,8 @@ class Seeder:
                 for item in items:
                     _insert(self._index, item)
                 _insert(self._memories, memory_item(memory, plan.dl))
+                for source in memory.source_events:  # what recall's context reads (its ids)
+                    _insert(self._events, event_item(source_event(memory, source)))
             for entry in plan.entries:
                 doc_freq[entry.term, plan.df_shard] += 1
                 partitions.add(storage_keys.postings_pk(project, side, entry.term))
@@ -953,9 +978,12 @@ class DynamoMeter:
                 items = parsed.get("Responses", {}).get(table, [])
                 unprocessed = len(parsed.get("UnprocessedKeys", {}).get(table, {}).get("Keys", []))
                 missing = len(request.get("Keys", [])) - len(items) - unprocessed
+                units = sum(read_units(item_size(i), consistent) for i in items)
+                units += missing * read_units(0, consistent)
                 reads["items:BatchGetItem"] += len(items)
-                reads["rcu:BatchGetItem"] += sum(read_units(item_size(i), consistent) for i in items)
-                reads["rcu:BatchGetItem"] += missing * read_units(0, consistent)
+                reads["rcu:BatchGetItem"] += units
+                if table == self._events_table:  # recall's context: its neighbours' event ids
+                    reads["split:rcu:context_events"] += units
         elif operation == "GetItem":
             item = parsed.get("Item") or {}
             reads["items:GetItem"] = 1 if item else 0
@@ -1332,6 +1360,7 @@ class SizeResult:
                 "terms_query": self.mean("split:rcu:terms"),
                 "cells_query": self.mean("split:rcu:cells"),
                 "batchget": self.mean("rcu:BatchGetItem"),
+                "context_events_batchget": self.mean("split:rcu:context_events"),
             },
             "cells_per_recall": statistics.fmean(s.cells for s in self.samples),
             "cell_postings_per_recall": statistics.fmean(s.cell_postings_read for s in self.samples),
@@ -1395,6 +1424,8 @@ class Harness:
     reads: DynamoDBClient | DirectDynamoReads
     #: Recall by meaning (``--semantic``): the real model's channel, its question CPU timed.
     channel: TimedChannel | None = None
+    #: ``--no-context``: recall without reading the best memories' neighbours.
+    params: RecallParams = field(default_factory=RecallParams)
 
 
 def bench_size(
@@ -1423,7 +1454,14 @@ def bench_size(
     reads = harness.reads
     memories = DynamoMemoryStore(client, tables["MemoriesTable"], tables["TermIndexTable"], reads=reads)
     channel = harness.channel if placed else None
-    service = RecallService(DynamoTermIndex(reads, tables["TermIndexTable"]), memories, semantic=channel)
+    events = DynamoEventLocator(reads, tables["EventsTable"])
+    service = RecallService(
+        DynamoTermIndex(reads, tables["TermIndexTable"]),
+        memories,
+        params=harness.params,
+        semantic=channel,
+        events=events,
+    )
     questions = [Question(**question) for question in seeding["questions"]]
     warmup = [replace(q, kind="warmup") for q in questions[NEEDLES : NEEDLES + sizes.warmup]]
     run_recalls(service, harness, project, warmup)
@@ -1432,7 +1470,7 @@ def bench_size(
     result = SizeResult(size, seeding, emulator.memory_mb(), samples, placed=placed)
     if profile and size == profile_size(sizes) and not baseline:
         index = ProfiledTermIndex(harness.reads, tables["TermIndexTable"])
-        profiled = RecallService(index, memories, semantic=channel)
+        profiled = RecallService(index, memories, params=harness.params, semantic=channel, events=events)
         result.profile = profile_text(profiled, index, project, questions[: sizes.profiled_recalls])
     return result
 
@@ -1718,17 +1756,17 @@ def report_targets(results: Sequence[SizeResult], report: Report) -> dict[str, A
             f"**{'met' if met else 'MISSED'}**."
         )
         verdicts["rcu"] = {"ratio": ratio, "p95_ratio": p95_ratio, "hit_drop_points": drop, "met": met}
-        if semantic:
-            parts = (
-                ("terms Query", "split:rcu:terms"),
-                ("cells Query", "split:rcu:cells"),
-                ("BatchGetItem", "rcu:BatchGetItem"),
-            )
-            report.line(
-                "  - mean read units per recall at 1k -> 100k: "
-                + "; ".join(f"{name} {small.mean(c):.1f} -> {large.mean(c):.1f}" for name, c in parts)
-                + "."
-            )
+        parts = (
+            ("terms Query", "split:rcu:terms"),
+            ("cells Query", "split:rcu:cells"),
+            ("BatchGetItem", "rcu:BatchGetItem"),
+            ("of which context's events", "split:rcu:context_events"),
+        )
+        report.line(
+            "  - mean read units per recall at 1k -> 100k: "
+            + "; ".join(f"{name} {small.mean(c):.1f} -> {large.mean(c):.1f}" for name, c in parts)
+            + "."
+        )
     else:
         report.line("- Read units at 100k / at 1k: not measured (needs the 1k and 100k projects).")
     cpu = by_size.get(CPU_TARGET_SIZE)
@@ -1937,8 +1975,13 @@ def report_writes(rows: Sequence[dict[str, Any]], report: Report) -> None:
 # --- Main -----------------------------------------------------------------------------------------
 
 
-def run(
-    sizes: Sizes, profile: bool, report: Report, direct: bool = True, semantic: str | None = None
+def run(  # noqa: PLR0917 - the command line's choices
+    sizes: Sizes,
+    profile: bool,
+    report: Report,
+    direct: bool = True,
+    semantic: str | None = None,
+    params: RecallParams | None = None,
 ) -> dict[str, Any]:
     channel: TimedChannel | None = None
     if semantic is not None:
@@ -1961,7 +2004,9 @@ def run(
         path = "the direct path (`DirectDynamoReads`, as the recall function)" if direct_path else "botocore"
         report.line(f"Recall reads through {path}.")
         report.line()
-        harness = Harness(emulator, client, meter, ConnectionMeter(), GcMeter(), reads, channel)
+        harness = Harness(
+            emulator, client, meter, ConnectionMeter(), GcMeter(), reads, channel, params or RecallParams()
+        )
         tables = emulator.tables
         store = DynamoMemoryStore(client, tables["MemoriesTable"], tables["TermIndexTable"])
         results: dict[str, Any] = {"machine": machine("moto", "botocore"), "sizes": list(sizes.projects)}
@@ -1986,12 +2031,12 @@ def run(
         results["targets"] = report_targets(measured, report)
         progress("remember write units ...")
         results["writes"] = bench_writes(emulator, client, meter, sizes, report, channel)
-        params = RecallParams()
+        params = harness.params
         report.line()
         report.line(
             f"Recall parameters: {params.postings_per_term} postings per term (+{DF_SHARDS} df shards in "
             f"the same Query), fetch {params.fetch_count(BUDGET)} memory items at budget {BUDGET}; index: "
-            f"{DF_SHARDS} df shards, {CORPUS_SHARDS} corpus shards."
+            f"{DF_SHARDS} df shards, {CORPUS_SHARDS} corpus shards; context: {params.context!r}."
         )
         for result in measured:
             if result.profile is not None:
@@ -2061,6 +2106,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="recall by meaning with this model (default off): memories placed (synthetic vectors), "
         "questions embedded by the model",
     )
+    parser.add_argument(
+        "--no-context",
+        action="store_true",
+        help="recall without context (RecallParams.context=None): the best memories' neighbours unread",
+    )
     args = parser.parse_args(argv)
     semantic = None if args.semantic == "off" else args.semantic
     if semantic is not None:
@@ -2077,7 +2127,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     report.line(f"On {machine('moto', 'botocore')}.")
     if semantic is not None:
         report_semantic_header(semantic, report)
-    results = run(sizes, args.profile, report, direct=args.reads == "direct", semantic=semantic)
+    params = replace(RecallParams(), context=None) if args.no_context else RecallParams()
+    results = run(
+        sizes, args.profile, report, direct=args.reads == "direct", semantic=semantic, params=params
+    )
     elapsed = time.perf_counter() - started
     report.line()
     report.line(f"Done in {elapsed:.0f} s.")

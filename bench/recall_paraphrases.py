@@ -120,7 +120,10 @@ def evaluate(
                     if getattr(params, f.name) != getattr(semantic.params, f.name)
                 )
                 services[f"  {changed}"] = RecallService(
-                    kaibo.index, kaibo.memories, semantic=replace_params(semantic, params)
+                    kaibo.index,
+                    kaibo.memories,
+                    semantic=replace_params(semantic, params),
+                    events=kaibo.events,
                 )
         for name, service in services.items():
             tallies = {kind: Tally() for kind in KINDS}

@@ -64,7 +64,7 @@ sys.path[:0] = [p for p in (str(ROOT), str(ROOT / "local")) if p not in sys.path
 import snowballstemmer
 
 from bench.common import emulator_speedups, local_tables, machine, markdown_table, progress, semantic_params
-from kaibo_core.adapters.dynamodb_events import DynamoEventStore
+from kaibo_core.adapters.dynamodb_events import DynamoEventLocator, DynamoEventStore
 from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
 from kaibo_core.adapters.dynamodb_jobs import DynamoJobStore
 from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore
@@ -358,6 +358,8 @@ class Kaibo:
             )
         index = DynamoTermIndex(client, tables["TermIndexTable"])
         self.index: TermIndex = CachedIndex(index) if cache_reads else index
+        #: Recall's context reads its neighbours' event ids afresh in every recall.
+        self.events = DynamoEventLocator(client, tables["EventsTable"])
         self.memories: MemoryReader = CachedMemories(memories) if cache_reads else memories
         #: event id -> turn key
         self.turn_of_event: dict[str, str] = {}
@@ -397,7 +399,11 @@ class Kaibo:
     def service(self, params: RecallParams, meaning: bool = True) -> RecallService:
         """Recall over this run's tables; ``meaning=False``: words only, even with a model."""
         return RecallService(
-            self.index, self.memories, params=params, semantic=self.semantic if meaning else None
+            self.index,
+            self.memories,
+            params=params,
+            semantic=self.semantic if meaning else None,
+            events=self.events,
         )
 
     def remember_session(self, stream: str, turns: Sequence[Turn]) -> None:
@@ -876,6 +882,11 @@ def argument_parser() -> argparse.ArgumentParser:
         help="override SelectionParams.cosine_margin (experiments; the frozen value is the default)",
     )
     parser.add_argument(
+        "--no-context",
+        action="store_true",
+        help="recall without context (RecallParams.context=None): the best memories' neighbours unread",
+    )
+    parser.add_argument(
         "--postings-per-term",
         type=int,
         default=None,
@@ -1081,6 +1092,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     params = RecallParams()
     if args.postings_per_term is not None:
         params = replace(params, postings_per_term=args.postings_per_term)
+    if args.no_context:
+        params = replace(params, context=None)
     if args.cosine_margin is not None:
         params = replace(params, selection=replace(params.selection, cosine_margin=args.cosine_margin))
     cache_reads = not args.no_read_cache

@@ -101,6 +101,7 @@ PARAMETERS_FROM_ENVIRONMENT = {
     "KAIBO_PURGE_GRACE_SECONDS": "PurgeGraceSeconds",
     "KAIBO_SWEEP_AFTER_SECONDS": "SweepAfterSeconds",
     "KAIBO_SEMANTIC_MODEL": "SemanticModel",
+    "KAIBO_RECALL_CONTEXT": "RecallContext",
 }
 #: Schedules after whose runs the data folder is compacted (when the run erased anything): what a
 #: purge erased must leave the files on disk too, not only the tables in memory.

@@ -87,6 +87,7 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
     "RecallFunction": {
         ("dynamodb:Query", "TermIndexTable"),
         ("dynamodb:BatchGetItem", "MemoriesTable"),
+        ("dynamodb:BatchGetItem", "EventsTable"),  # context: the neighbouring events' ids (read only)
     },
     "MemoriesFunction": {
         ("dynamodb:GetItem", "MemoriesTable"),

@@ -539,3 +539,25 @@ def test_given_a_forget_that_died_after_its_ledger_entry_then_the_next_purge_fin
         assert get_memory(project, memory_id).body["status"] == "tombstoned"  # not purged: grace runs
     assert receipt(project, entry["id"]).body["state"] == "tombstoned"
     assert memory_ids_of(project, made)[0] in entry["memoryIds"]
+
+
+def test_given_a_forgotten_reply_then_recall_s_context_never_brings_it_back(handler_env: Any) -> None:
+    """Context reads the neighbours of the memories a question finds (docs/recall.md, "Context"):
+    a forgotten neighbour is read, and dropped by its tombstone like every candidate."""
+    project = new_project()
+    turns = [
+        message("t0", "What did you think of the new ramen place downtown?"),
+        message("t1", "Loved the broth, but the place was crowded"),
+    ]
+    reply = remember(project, {"stream": "dinner", "events": turns})
+    assert reply.status == 202, reply.body
+    question, reply_memory = "What did they think of the ramen place?", reply.body["memories"][1]["id"]
+    assert reply_memory in recalled_ids(project, question)  # found as context, before the forget
+
+    assert forget(project, {"memoryId": reply_memory, "reason": "asked to"}).status == 200
+
+    assert reply_memory not in recalled_ids(project, question)
+    streamed = recall(project, {"question": question}, accept="text/event-stream")
+    assert streamed.status == 200
+    assert reply_memory not in streamed.body
+    assert "crowded" not in streamed.body

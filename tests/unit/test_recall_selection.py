@@ -314,3 +314,21 @@ def test_with_recall_by_meaning_corroboration_is_per_channel_not_a_share_of_the_
     assert chosen == ["best", "close", "words"]  # "words" by the cover; "far" is 0.22 below the best
     without_meaning = [Ranked(c.memory_id, c.score, c.terms, c.text) for c in candidates]
     assert ids(smallest_set(without_meaning, weights)) == ["best", "close", "words", "far", "farther"]
+
+
+def test_a_neighbour_lifted_by_context_joins_only_with_a_relevance_of_its_own() -> None:
+    """Context lifts a memory's neighbours toward its score (core/recall/context.py); the smallest
+    set keeps a lifted neighbour when it holds a question term or, with recall by meaning, a cosine
+    of at least ``neighbour_min_cosine``: the note written next to the answer is not part of it."""
+    weights = {"ramen": 2.0}
+    best = Ranked("best", 1.0, frozenset({"ramen"}), "ramen place downtown", lexical=20.0, cosine=0.7)
+    reply = Ranked("reply", 0.6, frozenset(), "loved the broth", lexical=0.0, cosine=0.3, context_lift=0.5)
+    note = Ranked("note", 0.6, frozenset(), "wifi password", lexical=0.0, cosine=0.05, context_lift=0.55)
+    assert ids(smallest_set([best, reply, note], weights)) == ["best", "reply"]
+
+    words_only = [
+        Ranked("best", 10.0, frozenset({"ramen", "place"}), "ramen place downtown"),
+        Ranked("shares", 6.5, frozenset({"place"}), "the place was packed", context_lift=6.0),
+        Ranked("nothing", 6.0, frozenset(), "loved the broth", context_lift=6.0),
+    ]
+    assert ids(smallest_set(words_only, {"ramen": 2.0, "place": 1.0})) == ["best", "shares"]

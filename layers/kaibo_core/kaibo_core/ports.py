@@ -57,6 +57,14 @@ class EventSource(Protocol):
     def get_events(self, project: ProjectId, locations: Sequence[tuple[str, int]]) -> list[EventRecord]: ...
 
 
+class EventLocator(Protocol):
+    """Recall's context: the ids of the events at (stream, seq) locations (missing ones left out)."""
+
+    def event_ids(
+        self, project: ProjectId, locations: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], str]: ...
+
+
 class EventPages(Protocol):
     def page_events(
         self, project: ProjectId, stream: str, from_seq: int, limit: int, max_bytes: int

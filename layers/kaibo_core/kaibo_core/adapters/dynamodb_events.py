@@ -16,8 +16,9 @@ cancellation reasons, for the service to retry.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import ClientError
 
@@ -34,6 +35,8 @@ from kaibo_core.core.storage_keys import ProjectId
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
+    from kaibo_core.adapters.aws import DynamoReads
 
 STREAM_HEADS_INDEX = "StreamHeads"
 
@@ -332,3 +335,52 @@ class DynamoEventStore:
         ]
         next_after = heads[-1][0] if response.get("LastEvaluatedKey") and heads else None
         return heads, next_after
+
+
+#: Keys per BatchGetItem (DynamoDB's limit), and rounds of unprocessed keys retried before giving up.
+_BATCH_GET_KEYS: Final = 100
+_BATCH_GET_ROUNDS: Final = 4
+_BACKOFF_BASE_SECONDS: Final = 0.02
+
+
+class DynamoEventLocator:
+    """Recall's context: the ids of the events at (stream, seq) locations, one BatchGetItem.
+
+    Eventually consistent (half the read units): an event's id never changes once written, and an
+    event too new to be read yet is only a neighbour recall does without. Only ``id`` and the key
+    are projected, though DynamoDB charges for the whole item read."""
+
+    def __init__(
+        self, reads: DynamoReads, events_table: str, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
+        self._reads = reads
+        self._events = events_table
+        self._sleep = sleep
+
+    def event_ids(
+        self, project: ProjectId, locations: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], str]:
+        """The id of the event at each location that holds one (missing locations are left out)."""
+        found: dict[tuple[str, int], str] = {}
+        prefix = storage_keys.events_pk(project, "")
+        wanted = dict.fromkeys(locations)
+        keys = [_key(storage_keys.event_key(project, stream, seq)) for stream, seq in wanted]
+        for start in range(0, len(keys), _BATCH_GET_KEYS):
+            pending: dict[str, Any] = {
+                self._events: {
+                    "Keys": keys[start : start + _BATCH_GET_KEYS],
+                    "ProjectionExpression": "pk, seq, #id",
+                    "ExpressionAttributeNames": {"#id": "id"},
+                }
+            }
+            for attempt in range(_BATCH_GET_ROUNDS):
+                response = self._reads.batch_get_item(RequestItems=pending)
+                for item in response.get("Responses", {}).get(self._events, []):
+                    if "id" in item:  # not a stream head
+                        stream = item["pk"]["S"].removeprefix(prefix)
+                        found[(stream, int(item["seq"]["N"]))] = item["id"]["S"]
+                pending = dict(response.get("UnprocessedKeys") or {})
+                if not pending:
+                    break
+                self._sleep(_BACKOFF_BASE_SECONDS * 2**attempt)
+        return found

@@ -65,6 +65,11 @@ class InMemoryEventStore:
                     found.append(events[seq - 1])
             return found
 
+    def event_ids(
+        self, project: ProjectId, locations: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], str]:
+        return {(event.stream, event.seq): event.id for event in self.get_events(project, locations)}
+
     def page_events(
         self,
         project: ProjectId,

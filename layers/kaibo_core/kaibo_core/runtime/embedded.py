@@ -69,7 +69,12 @@ class EmbeddedKaibo:
             semantic=semantic,
         )
         self.recall_service = RecallService(
-            self.memories, self.memories, clock=self._now, params=recall_params, semantic=semantic
+            self.memories,
+            self.memories,
+            clock=self._now,
+            params=recall_params,
+            semantic=semantic,
+            events=self.events,
         )
         self.reader = MemoriesService(self.memories)
 

@@ -29,6 +29,9 @@ class Settings(BaseModel):
     bedrock_model_id: str = ""
     #: Recall by meaning's model (docs/recall.md): ``off`` (default: words only), ``mini6``, ``wl256``.
     semantic_model: str = "off"
+    #: Recall reads the best memories' neighbours in their streams (docs/recall.md, "Context");
+    #: ``KAIBO_RECALL_CONTEXT=off`` saves its two reads per recall.
+    recall_context: bool = True
     #: remember with ``wait: true`` waits at most this long for its job (then answers 202).
     wait_seconds: float = Field(default=10.0, gt=0, le=25)
     #: The sweeper re-queues jobs still unfinished this long after remember.
@@ -66,6 +69,7 @@ class Settings(BaseModel):
             structurer=env.get("KAIBO_STRUCTURER", "rules") or "rules",
             bedrock_model_id=env.get("KAIBO_BEDROCK_MODEL_ID", ""),
             semantic_model=env.get("KAIBO_SEMANTIC_MODEL", "off").strip().lower() or "off",
+            recall_context=env.get("KAIBO_RECALL_CONTEXT", "on").strip().lower() not in _OFF,
             wait_seconds=float(env.get("KAIBO_WAIT_SECONDS", "10") or 10),
             sweep_after_seconds=int(env.get("KAIBO_SWEEP_AFTER_SECONDS", "120") or 120),
             purge_grace_seconds=int(env.get("KAIBO_PURGE_GRACE_SECONDS", "86400") or 86_400),

@@ -187,6 +187,7 @@ def dynamodb_reads() -> DynamoReads:
 @lru_cache(maxsize=1)
 def recall_service() -> RecallService:
     """Recall reads through the SDK speed-ups' direct path when they are on (adapters/sdk_speedups)."""
+    from kaibo_core.adapters.dynamodb_events import DynamoEventLocator
     from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
     from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore
     from kaibo_core.services.recall import RecallService
@@ -197,6 +198,8 @@ def recall_service() -> RecallService:
         DynamoTermIndex(reads, settings.index_table),
         DynamoMemoryStore(dynamodb(), settings.memories_table, settings.index_table, reads=reads),
         semantic=semantic_channel(),
+        # Without an event locator, recall reads no context (KAIBO_RECALL_CONTEXT=off).
+        events=DynamoEventLocator(reads, settings.events_table) if settings.recall_context else None,
     )
 
 

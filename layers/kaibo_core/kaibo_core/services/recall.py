@@ -15,15 +15,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal, NamedTuple
 
 from kaibo_core.core.clock import Clock, epoch_ms, format_instant, instant_ms, parse_instant, utc_now
 from kaibo_core.core.errors import UnprocessableError
 from kaibo_core.core.indexing import date_terms
 from kaibo_core.core.models.memories import STAGED, CorpusStats, MemoryRecord, TermRead
 from kaibo_core.core.models.recall import AbstainReason, RecallAnswer, RecallCandidate, RecallHit, RecallQuery
+from kaibo_core.core.provisional import provisional_memory_id
 from kaibo_core.core.ranking import DEFAULT_PARAMS, Bm25Params
 from kaibo_core.core.recall.conflicts import without_outdated
+from kaibo_core.core.recall.context import ContextParams, Location, context_scores, neighbour_locations
 from kaibo_core.core.recall.packing import pack
 from kaibo_core.core.recall.scoring import (
     Candidate,
@@ -38,7 +40,7 @@ from kaibo_core.core.recall.selection import Ranked, SelectionParams, collapse_n
 from kaibo_core.core.semantic.scoring import fused_score, memory_cosine, semantic_candidates
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.text import analyze, query_terms
-from kaibo_core.ports import MemoryReader, TermIndex
+from kaibo_core.ports import EventLocator, MemoryReader, TermIndex
 
 if TYPE_CHECKING:
     import numpy as np
@@ -66,6 +68,8 @@ class RecallParams:
     #: ``smallest``: the greedy covering set; ``fill``: every candidate in rank order until the
     #: budget is full (the benchmark's comparison; not exposed by the API).
     strategy: Literal["smallest", "fill"] = "smallest"
+    #: The best candidates' neighbours in their streams (core/recall/context.py); None: without.
+    context: ContextParams | None = field(default_factory=ContextParams)
 
     def fetch_count(self, budget: int) -> int:
         return max(self.min_fetch, min(self.max_fetch, budget // self.tokens_per_fetched_item))
@@ -90,6 +94,9 @@ class RecallStats:
     cells: int = 0
     cell_postings_read: int = 0
     semantic_candidates: int = 0
+    #: Context: neighbour events read, and the memories of theirs that became candidates.
+    context_events: int = 0
+    context_candidates: int = 0
 
 
 #: Called once per recall with the confirmed candidates, before packing (the SSE ``candidates`` event).
@@ -104,6 +111,8 @@ class RecallService:
         clock: Clock = utc_now,
         params: RecallParams | None = None,
         semantic: SemanticChannel | None = None,
+        *,
+        events: EventLocator | None = None,
     ) -> None:
         self._index = index
         self._memories = memories
@@ -111,6 +120,8 @@ class RecallService:
         self.params = params or RecallParams()
         #: Recall by meaning (docs/recall.md): None, lexical recall only.
         self._semantic = semantic
+        #: Where context finds a memory's neighbours (docs/recall.md, "Context"): None, no context.
+        self._events = events
 
     def recall(
         self,
@@ -163,34 +174,54 @@ class RecallService:
         confirmed = _authoritative(top, found, filters, weights, corpus, params.bm25, fuse)
         ranked = [c.ranked for c in confirmed]
         stats.authority_dropped = len(top) - len(ranked)
+        # Whether to answer is decided on the candidates the question found, before context.
+        below = bool(ranked) and max(coverage(r.terms, weights) for r in ranked) < params.min_coverage
+        if below and _close_enough(semantic, ranked):
+            below = False
+        if ranked and not below:
+            scoring = _Scoring(filters, weights, corpus, params.bm25, fuse)
+            confirmed = self._with_context(project, confirmed, found, scoring, stats)
+            ranked = [c.ranked for c in confirmed]
         if on_candidates is not None:
             on_candidates([RecallCandidate(found[r.memory_id], r.score) for r in ranked])
         if not ranked:
             return answer.abstain("no_match", on_candidates=None), stats
-        if max(coverage(r.terms, weights) for r in ranked) < params.min_coverage and not _close_enough(
-            semantic, ranked
-        ):
+        if below:
             return answer.abstain("below_threshold", on_candidates=None), stats
 
+        return self._packed(answer, query, terms, weights, confirmed, found, stats), stats
+
+    def _packed(  # noqa: PLR0917 - what the last steps of a recall need
+        self,
+        answer: _Answer,
+        query: RecallQuery,
+        terms: list[str],
+        weights: Mapping[str, float],
+        confirmed: list[_Confirmed],
+        found: Mapping[str, MemoryRecord],
+        stats: RecallStats,
+    ) -> RecallAnswer:
+        """Near-duplicates collapsed, outdated values dropped, the smallest set packed."""
         kept = _collapse(confirmed)
-        stats.duplicates_collapsed = len(ranked) - len(kept)
+        stats.duplicates_collapsed = len(confirmed) - len(kept)
         if not query.include_superseded:
             # Two active memories giving one subject's attribute different values (an update the
             # structurer did not link): the older is not presented as current
             # (core/recall/conflicts.py). An audit (includeSuperseded) asked for every version.
             kept, outdated = without_outdated(kept, query.question)
             stats.outdated_dropped = len(outdated)
+        params = self.params
         chosen = smallest_set(kept, weights, params.selection) if params.strategy == "smallest" else kept
         stats.selected = len(chosen)
         packing = pack([(r.memory_id, r.text) for r in chosen], terms, weights, query.budget)
         if not packing.items:
-            return answer.abstain("budget_too_small", on_candidates=None), stats
+            return answer.abstain("budget_too_small", on_candidates=None)
         scores = {r.memory_id: r.score for r in chosen}
         items = [
             RecallHit(found[p.memory_id], p.form, p.text, p.tokens, scores[p.memory_id])
             for p in packing.items
         ]
-        return answer.answered(items, packing.used_tokens), stats
+        return answer.answered(items, packing.used_tokens)
 
     def _read(
         self,
@@ -211,6 +242,47 @@ class RecallService:
         stats.cells = len(cell_reads)
         stats.cell_postings_read = sum(len(r.postings) for r in cell_reads)
         return reads, cell_reads, corpus
+
+    def _with_context(
+        self,
+        project: ProjectId,
+        confirmed: list[_Confirmed],
+        found: dict[str, MemoryRecord],
+        scoring: _Scoring,
+        stats: RecallStats,
+    ) -> list[_Confirmed]:
+        """``confirmed`` with the best candidates' neighbours in their streams, every score moved
+        toward its best neighbour's (core/recall/context.py), ranked again. ``found`` gains the
+        neighbours' memory items."""
+        context = self.params.context
+        if context is None or self._events is None:
+            return confirmed
+        locations = {c.ranked.memory_id: _locations(found[c.ranked.memory_id]) for c in confirmed}
+        wanted = neighbour_locations(
+            (locations[c.ranked.memory_id] for c in confirmed[: context.anchors]),
+            (location for held in locations.values() for location in held),
+            context.span,
+        )
+        if wanted:
+            event_ids = self._events.event_ids(project, wanted)
+            stats.context_events = len(event_ids)
+            memory_ids = [provisional_memory_id(e) for e in event_ids.values()]
+            memory_ids = [m for m in dict.fromkeys(memory_ids) if m not in found]
+            if memory_ids:
+                more = self._memories.get_many(project, memory_ids)
+                extra = [Candidate(m, 0.0, frozenset(), 0) for m in memory_ids if m in more]
+                extra, more = self._with_replacements(project, extra, more, stats)
+                more = one_of_each_pair(more)
+                extra = [c for c in extra if c.memory_id not in found]
+                found.update((m, memory) for m, memory in more.items() if m not in found)
+                neighbours = _authoritative(extra, found, *scoring)
+                stats.context_candidates = len(neighbours)
+                confirmed = confirmed + neighbours
+                locations.update((m, _locations(found[m])) for m in (n.ranked.memory_id for n in neighbours))
+        scores = context_scores(
+            {c.ranked.memory_id: c.ranked.score for c in confirmed}, locations, context.span, context.weight
+        )
+        return _ranked_again(confirmed, scores)
 
     def _with_replacements(
         self,
@@ -263,6 +335,28 @@ def one_of_each_pair(found: dict[str, MemoryRecord]) -> dict[str, MemoryRecord]:
             switched = switched if switched is not None else dict(found)
             switched[provisional.id] = replace(provisional, status="replaced", replaced_by=(memory.id,))
     return found if switched is None else switched
+
+
+def _locations(memory: MemoryRecord) -> tuple[Location, ...]:
+    return tuple((ref.stream, ref.seq) for ref in memory.source_events)
+
+
+def _ranked_again(confirmed: Sequence[_Confirmed], scores: Mapping[str, float]) -> list[_Confirmed]:
+    """``confirmed`` with each score replaced by ``scores``', best first (ties as in ``_authoritative``:
+    newer ``validFrom``, then id)."""
+    rescored = []
+    for c in confirmed:
+        score = scores[c.ranked.memory_id]
+        lift = score - c.ranked.score
+        rescored.append(
+            _Confirmed(
+                replace(c.ranked, score=score, context_lift=lift),
+                replace(c.textual, score=score, context_lift=lift),
+            )
+        )
+    return sorted(
+        rescored, key=lambda c: (-c.ranked.score, -(c.ranked.valid_from_ms or 0), c.ranked.memory_id)
+    )
 
 
 def _as_of(text: str | None, now: datetime) -> datetime:
@@ -337,10 +431,29 @@ def _authoritative(  # noqa: PLR0917 - the inputs of the exact rescoring
         terms = text_terms + date_terms(memory)
         lexical = exact_score(Counter(terms), len(terms), weights, corpus, bm25)
         score, cosine = (lexical, None) if fuse is None else fuse(memory, lexical)
-        fused = {} if fuse is None else {"lexical": lexical, "cosine": cosine}
+        # With recall by meaning, each channel's own score is kept beside the fused one.
+        own_lexical = None if fuse is None else lexical
         entry = _Confirmed(
-            Ranked(memory.id, score, frozenset(terms), memory.content, valid_from, memory.type, **fused),
-            Ranked(memory.id, score, frozenset(text_terms), memory.content, valid_from, memory.type, **fused),
+            Ranked(
+                memory.id,
+                score,
+                frozenset(terms),
+                memory.content,
+                valid_from,
+                memory.type,
+                own_lexical,
+                cosine,
+            ),
+            Ranked(
+                memory.id,
+                score,
+                frozenset(text_terms),
+                memory.content,
+                valid_from,
+                memory.type,
+                own_lexical,
+                cosine,
+            ),
         )
         confirmed.append((-score, -valid_from, memory.id, entry))
     return [entry for *_, entry in sorted(confirmed, key=lambda item: item[:3])]
@@ -358,6 +471,16 @@ def _cached_terms(text: str) -> tuple[str, ...]:
 
 def _text_terms(text: str) -> list[str]:
     return list(_cached_terms(text)) if len(text) <= _CACHED_TEXT_CHARS else analyze(text)
+
+
+class _Scoring(NamedTuple):
+    """What ``_authoritative`` scores a candidate's item with, after ``top`` and ``found``."""
+
+    filters: RecallFilters
+    weights: Mapping[str, float]
+    corpus: CorpusStats
+    bm25: Bm25Params
+    fuse: Fusion | None
 
 
 @dataclass(frozen=True, slots=True)

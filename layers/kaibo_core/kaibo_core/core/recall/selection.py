@@ -36,6 +36,8 @@ class Ranked:
     #: ``cosine`` the memory's cosine to the question (kaibo_core.core.semantic.scoring).
     lexical: float | None = None
     cosine: float | None = None
+    #: What context added to ``score`` (kaibo_core.core.recall.context): a neighbour of a better memory.
+    context_lift: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +55,10 @@ class SelectionParams:
     #: best BM25, or a cosine within ``cosine_margin`` of the best cosine (cosines of unrelated
     #: memories sit close to the best one's, so a share of the fused score would let in all of them).
     cosine_margin: float = 0.15
+    #: A neighbour lifted by context (kaibo_core.core.recall.context) is corroborated by its lifted
+    #: score only with a relevance of its own: a question term, or with recall by meaning at least
+    #: this cosine (the floor of a semantic candidate, ``SemanticParams.min_candidate_cosine``).
+    neighbour_min_cosine: float = 0.25
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.coverage_target <= 1.0:
@@ -125,16 +131,36 @@ def _usable(weight: float) -> bool:
 
 
 def _corroboration(candidates: Sequence[Ranked], params: SelectionParams) -> Callable[[Ranked], bool]:
-    """Which candidates the smallest set adds after its cover (``smallest_set``)."""
+    """Which candidates the smallest set adds after its cover (``smallest_set``).
+
+    A neighbour lifted by context is there for its place next to a better memory: it is
+    corroborated by its lifted score (at least ``relative_floor`` of the best score) when it also
+    holds a question term of its own or, with recall by meaning, its own cosine is at least
+    ``neighbour_min_cosine``, so a stream of unrelated notes does not bring the note next door."""
+    score_floor = params.relative_floor * max(candidate.score for candidate in candidates)
+
+    def relevant_neighbour(candidate: Ranked) -> bool:
+        if candidate.context_lift <= 0.0 or candidate.score < score_floor:
+            return False
+        own_lexical = (
+            candidate.score - candidate.context_lift if candidate.lexical is None else candidate.lexical
+        )
+        return own_lexical > 0.0 or (candidate.cosine or 0.0) >= params.neighbour_min_cosine
+
     if all(candidate.cosine is None for candidate in candidates):
-        floor = params.relative_floor * max(candidate.score for candidate in candidates)
-        return lambda candidate: candidate.score >= floor
+        return lambda candidate: (
+            relevant_neighbour(candidate) if candidate.context_lift > 0.0 else candidate.score >= score_floor
+        )
     lexical_floor = params.relative_floor * max(candidate.lexical or 0.0 for candidate in candidates)
     cosine_floor = max(candidate.cosine or 0.0 for candidate in candidates) - params.cosine_margin
 
     def close_to_the_best(candidate: Ranked) -> bool:
         lexical, cosine = candidate.lexical or 0.0, candidate.cosine or 0.0
-        return (lexical > 0.0 and lexical >= lexical_floor) or (cosine > 0.0 and cosine >= cosine_floor)
+        return (
+            (lexical > 0.0 and lexical >= lexical_floor)
+            or (cosine > 0.0 and cosine >= cosine_floor)
+            or relevant_neighbour(candidate)
+        )
 
     return close_to_the_best
 
