@@ -50,6 +50,8 @@ def _log(stats: RecallStats, answer: RecallAnswer) -> None:
             "cells": stats.cells,
             "cellPostingsRead": stats.cell_postings_read,
             "semanticCandidates": stats.semantic_candidates,
+            "contextEvents": stats.context_events,
+            "contextCandidates": stats.context_candidates,
             "items": len(answer.items),
             "usedTokens": answer.used_tokens,
             "abstainReason": answer.abstain_reason,

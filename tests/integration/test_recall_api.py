@@ -164,3 +164,22 @@ def test_given_bad_recall_input_then_4xx_with_a_stable_code(
 
 def test_given_a_write_only_key_then_recall_is_403(handler_env) -> None:
     assert_error(recall(new_project(), {"question": "x"}, scopes="write"), 403, "insufficient_scope")
+
+
+def test_given_a_recall_then_its_log_line_counts_what_context_read_and_holds_no_text(
+    handler_env: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    project = new_project()
+    turns = [
+        message("t0", "What did you think of the new ramen place downtown?"),
+        message("t1", "Loved it, the broth was incredible"),  # no word of the question: context reads it
+    ]
+    assert remember(project, {"stream": "dinner", "events": turns}).status == 202
+    with caplog.at_level("INFO"):
+        reply = recall(project, {"question": "What did they think of the ramen place?"})
+    assert reply.status == 200
+    (line,) = [record for record in caplog.records if record.getMessage() == "recalled"]
+    assert line.__dict__["contextEvents"] == 1  # the reply's event, next to the turn the words found
+    assert line.__dict__["contextCandidates"] == 1
+    assert "ramen" not in caplog.text
+    assert "broth" not in caplog.text
