@@ -4,10 +4,11 @@ smallest set when it holds something of the question itself."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+from kaibo_core.api.mapping import recall_query
+from kaibo_core.api.models import RecallRequest
 from kaibo_core.core.clock import format_instant
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.structuring.rules import RuleStructurer
@@ -114,14 +115,19 @@ def test_a_neighbour_structured_since_is_found_through_its_replacement() -> None
 
 def test_the_decision_to_abstain_is_taken_before_context() -> None:
     """Context adds a found memory's neighbours; it never turns a question that found too little
-    into an answer."""
+    into an answer, and a question that abstains reads no neighbour at all."""
     kaibo = EmbeddedKaibo(RuleStructurer(), clock=lambda: NOW)
     remember_conversation(kaibo)
-    question = "ramen broth kitchen piano lessons camera charger flight thursday plumber lisbon september"
-    with_context = kaibo.recall(PROJECT, {"question": question})
-    kaibo.recall_service.params = replace(kaibo.recall_service.params, context=None)
-    without = kaibo.recall(PROJECT, {"question": question})
-    assert with_context["abstain"]["reason"] == without["abstain"]["reason"] == "below_threshold"
+    question = "ramen tokyo osaka kyoto sapporo nagoya"  # finds one turn, covers too little of it
+    query = recall_query(RecallRequest.model_validate({"question": question}))
+    abstained, stats = kaibo.recall_service.recall(PROJECT, query)
+    assert abstained.abstain_reason == "below_threshold"
+    assert stats.context_events == 0
+    answered, stats = kaibo.recall_service.recall(
+        PROJECT, recall_query(RecallRequest.model_validate({"question": QUESTION}))
+    )
+    assert answered.abstain_reason is None
+    assert stats.context_events > 0
 
 
 def test_another_stream_s_events_are_no_context() -> None:

@@ -24,6 +24,7 @@ from botocore.exceptions import ClientError
 
 from kaibo_core.adapters import dynamodb_values as values
 from kaibo_core.adapters.dynamodb_jobs import DynamoJobStore
+from kaibo_core.adapters.dynamodb_memories import conflict_backoff
 from kaibo_core.adapters.dynamodb_values import Item
 from kaibo_core.core import storage_keys
 from kaibo_core.core.errors import PayloadTooLargeError
@@ -337,10 +338,10 @@ class DynamoEventStore:
         return heads, next_after
 
 
-#: Keys per BatchGetItem (DynamoDB's limit), and rounds of unprocessed keys retried before giving up.
+#: Keys per BatchGetItem (DynamoDB's limit), and rounds of unprocessed keys retried before giving up
+#: (context is optional: what is still unprocessed then is a neighbour recall does without).
 _BATCH_GET_KEYS: Final = 100
 _BATCH_GET_ROUNDS: Final = 4
-_BACKOFF_BASE_SECONDS: Final = 0.02
 
 
 class DynamoEventLocator:
@@ -382,5 +383,5 @@ class DynamoEventLocator:
                 pending = dict(response.get("UnprocessedKeys") or {})
                 if not pending:
                     break
-                self._sleep(_BACKOFF_BASE_SECONDS * 2**attempt)
+                self._sleep(conflict_backoff(attempt))
         return found

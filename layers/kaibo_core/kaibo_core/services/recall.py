@@ -167,9 +167,7 @@ class RecallService:
             reason: AbstainReason = "nothing_valid_at_asof" if invalid_at_as_of else "no_match"
             return answer.abstain(reason, on_candidates), stats
 
-        found = self._memories.get_many(project, [c.memory_id for c in top])
-        top, found = self._with_replacements(project, top, found, stats)
-        found = one_of_each_pair(found)
+        top, found = self._items(project, top, stats)
         stats.fetched = len(found)
         confirmed = _authoritative(top, found, filters, weights, corpus, params.bm25, fuse)
         ranked = [c.ranked for c in confirmed]
@@ -269,10 +267,9 @@ class RecallService:
             memory_ids = [provisional_memory_id(e) for e in event_ids.values()]
             memory_ids = [m for m in dict.fromkeys(memory_ids) if m not in found]
             if memory_ids:
-                more = self._memories.get_many(project, memory_ids)
-                extra = [Candidate(m, 0.0, frozenset(), 0) for m in memory_ids if m in more]
-                extra, more = self._with_replacements(project, extra, more, stats)
-                more = one_of_each_pair(more)
+                extra, more = self._items(
+                    project, [Candidate(m, 0.0, frozenset(), 0) for m in memory_ids], stats
+                )
                 extra = [c for c in extra if c.memory_id not in found]
                 found.update((m, memory) for m, memory in more.items() if m not in found)
                 neighbours = _authoritative(extra, found, *scoring)
@@ -283,6 +280,15 @@ class RecallService:
             {c.ranked.memory_id: c.ranked.score for c in confirmed}, locations, context.span, context.weight
         )
         return _ranked_again(confirmed, scores)
+
+    def _items(
+        self, project: ProjectId, candidates: list[Candidate], stats: RecallStats
+    ) -> tuple[list[Candidate], dict[str, MemoryRecord]]:
+        """The candidates' memory items, with the replacements of those structured since, each pair
+        of a provisional memory and its replacement judged from one read (``one_of_each_pair``)."""
+        found = self._memories.get_many(project, [c.memory_id for c in candidates])
+        candidates, found = self._with_replacements(project, candidates, found, stats)
+        return candidates, one_of_each_pair(found)
 
     def _with_replacements(
         self,
@@ -297,7 +303,7 @@ class RecallService:
         if not missing:
             return top, found
         more = self._memories.get_many(project, missing)
-        stats.replacements_fetched = len(more)
+        stats.replacements_fetched += len(more)
         extra = [Candidate(memory_id, 0.0, frozenset(), 0) for memory_id in missing if memory_id in more]
         return [*top, *extra], {**found, **more}
 
