@@ -887,6 +887,11 @@ def argument_parser() -> argparse.ArgumentParser:
         help="recall without context (RecallParams.context=None): the best memories' neighbours unread",
     )
     parser.add_argument(
+        "--no-recency",
+        action="store_true",
+        help="recall without the recency rule (RecallParams.recency=None): rank order only, no olderThan",
+    )
+    parser.add_argument(
         "--postings-per-term",
         type=int,
         default=None,
@@ -1094,6 +1099,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         params = replace(params, postings_per_term=args.postings_per_term)
     if args.no_context:
         params = replace(params, context=None)
+    if args.no_recency:
+        params = replace(params, recency=None)
     if args.cosine_margin is not None:
         params = replace(params, selection=replace(params.selection, cosine_margin=args.cosine_margin))
     cache_reads = not args.no_read_cache

@@ -52,6 +52,8 @@ def _log(stats: RecallStats, answer: RecallAnswer) -> None:
             "semanticCandidates": stats.semantic_candidates,
             "contextEvents": stats.context_events,
             "contextCandidates": stats.context_candidates,
+            "outdatedDropped": stats.outdated_dropped,
+            "olderMarked": stats.older_marked,
             "items": len(answer.items),
             "usedTokens": answer.used_tokens,
             "abstainReason": answer.abstain_reason,

@@ -183,3 +183,27 @@ def test_given_a_recall_then_its_log_line_counts_what_context_read_and_holds_no_
     assert line.__dict__["contextCandidates"] == 1
     assert "ramen" not in caplog.text
     assert "broth" not in caplog.text
+
+
+def test_given_an_update_nothing_linked_then_the_handler_answers_it_first_and_marks_the_older(
+    handler_env: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    project = new_project()
+    old = "Code freeze for 4.2 is Friday February 6. Anything not merged by then rides the 4.3 train."
+    new = "4.2 code freeze slipped a week to February 13 because of the auth regression."
+    notes = [
+        message("n0", old, occurredAt="2026-01-28T09:00:00Z"),
+        message("n1", "The team standup is at 9:30 every weekday.", occurredAt="2026-02-01T10:00:00Z"),
+        message("n2", new, occurredAt="2026-02-03T17:25:00Z"),
+    ]
+    assert remember(project, {"stream": "release", "events": notes}).status == 202
+    with caplog.at_level("INFO"):
+        reply = recall(project, {"question": "When is the 4.2 code freeze?"})
+    assert reply.status == 200
+    items = {item["text"]: item for item in reply.body["items"]}
+    assert reply.body["items"][0]["text"] == new
+    assert items[old]["olderThan"] == items[new]["memoryId"]
+    assert "olderThan" not in items[new]
+    (line,) = [record for record in caplog.records if record.getMessage() == "recalled"]
+    assert line.__dict__["olderMarked"] == 1
+    assert "freeze" not in caplog.text

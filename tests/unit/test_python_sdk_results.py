@@ -109,6 +109,17 @@ def test_given_items_then_as_context_numbers_them_with_validity_and_sources() ->
     )
 
 
+def test_given_an_item_marked_older_then_as_context_names_the_newer_by_number() -> None:
+    older = {**item("mem_0", "Code freeze for 4.2 is Friday February 6.", 1), "olderThan": "mem_1"}
+    pack = RecallPack(answer(item("mem_1", "4.2 code freeze slipped to February 13.", 2), older))
+    assert pack.items[1].older_than == "mem_1"
+    assert pack.items[0].older_than is None
+    assert pack.as_context().endswith(
+        "[2] Code freeze for 4.2 is Friday February 6.\n"
+        "    (valid from 2026-06-02T09:30:00.000Z, still valid; older than [1]; source: chat-42 #1 (evt_1))"
+    )
+
+
 def test_given_an_abstain_then_as_context_gives_the_reason_and_message_instead() -> None:
     assert RecallPack(ABSTAINED).as_context() == (
         f"Memories from Kaibo as of {AS_OF}: none to cite.\n"

@@ -48,7 +48,8 @@ class Citation(dict[str, Any]):
 
 class RecallItem(dict[str, Any]):
     """One recalled memory: ``memoryId``, ``type``, ``form``, ``text``, ``validFrom``, ``validTo``,
-    ``confidence``, ``score``, ``tokens`` and its ``citations``."""
+    ``confidence``, ``score``, ``tokens``, its ``citations`` and, when a newer item of the same
+    answer answers the question as it does, ``olderThan`` (that item's ``memoryId``)."""
 
     memory_id: WireField[str] = WireField("memoryId")
     type: WireField[str] = WireField("type")
@@ -58,6 +59,7 @@ class RecallItem(dict[str, Any]):
     confidence: WireField[float] = WireField("confidence")
     score: WireField[float] = WireField("score")
     tokens: WireField[int] = WireField("tokens")
+    older_than: WireField[str] = WireField("olderThan")
 
     def __init__(self, answer: Mapping[str, Any]) -> None:
         super().__init__(answer)
@@ -169,11 +171,13 @@ def _header(pack: RecallPack, shown: int, total: int) -> str:
     )
 
 
-def _item_block(number: int, item: RecallItem) -> str:
+def _item_block(number: int, item: RecallItem, numbers: Mapping[str, int]) -> str:
     text = item.text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\n    ")
     sources = "; ".join(citation.label() for citation in item.citations) or "none"
     noun = "source" if len(item.citations) == 1 else "sources"
-    return f"[{number}] {text}\n    ({item.validity()}; {noun}: {sources})"
+    newer = numbers.get(item.older_than or "")
+    older = f"; older than [{newer}]" if newer is not None else ""
+    return f"[{number}] {text}\n    ({item.validity()}{older}; {noun}: {sources})"
 
 
 def _abstain_block(pack: RecallPack) -> str:
@@ -189,7 +193,8 @@ def render_context(pack: RecallPack, max_chars: int | None = None) -> str:
         if max_chars is not None and len(block) > max_chars:
             raise ValueError(f"max_chars={max_chars} cannot hold the abstain notice ({len(block)} chars)")
         return block
-    blocks = [_item_block(number, item) for number, item in enumerate(pack.items, start=1)]
+    numbers = {item.memory_id: n for n, item in enumerate(pack.items, start=1) if item.memory_id}
+    blocks = [_item_block(number, item, numbers) for number, item in enumerate(pack.items, start=1)]
     for shown in range(len(blocks), -1, -1):
         text = "\n".join([_header(pack, shown, len(blocks)), *blocks[:shown]])
         if max_chars is None or len(text) <= max_chars:

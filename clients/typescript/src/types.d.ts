@@ -332,6 +332,7 @@ export interface RecallItem {
   score: number;
   tokens: number;
   citations: Citation[];
+  olderThan?: string | null;
 }
 
 export interface RecallRequest {

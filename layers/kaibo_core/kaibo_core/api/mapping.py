@@ -132,6 +132,7 @@ def recall_body(answer: RecallAnswer) -> dict[str, Any]:
                 "score": round(hit.score, 4),
                 "tokens": hit.tokens,
                 "citations": citations(hit.memory.source_events),
+                **({"olderThan": hit.older_than} if hit.older_than else {}),
             }
             for hit in answer.items
         ],

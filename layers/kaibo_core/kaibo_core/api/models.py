@@ -341,7 +341,7 @@ class Citation(WireModel):
     hash: str
 
 
-class RecallItem(WireModel):
+class RecallItem(SparseWireModel):
     memoryId: str  # noqa: N815
     type: str
     form: Literal["quote", "summary"]
@@ -352,6 +352,8 @@ class RecallItem(WireModel):
     score: float
     tokens: int
     citations: list[Citation]
+    #: A newer item of this answer that answers the question as this one does: this one is older.
+    olderThan: str | None = None  # noqa: N815
 
 
 class Abstain(SparseWireModel):

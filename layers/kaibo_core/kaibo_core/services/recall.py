@@ -27,6 +27,7 @@ from kaibo_core.core.ranking import DEFAULT_PARAMS, Bm25Params
 from kaibo_core.core.recall.conflicts import without_outdated
 from kaibo_core.core.recall.context import ContextParams, Location, context_scores, neighbour_locations
 from kaibo_core.core.recall.packing import pack
+from kaibo_core.core.recall.recency import DEFAULT_RECENCY, RecencyParams, newer_first
 from kaibo_core.core.recall.scoring import (
     Candidate,
     RecallFilters,
@@ -70,6 +71,9 @@ class RecallParams:
     strategy: Literal["smallest", "fill"] = "smallest"
     #: The best candidates' neighbours in their streams (core/recall/context.py); None: without.
     context: ContextParams | None = field(default_factory=ContextParams)
+    #: Of two memories answering a question about now about equally well, the newer first
+    #: (core/recall/recency.py); None: rank order only.
+    recency: RecencyParams | None = DEFAULT_RECENCY
 
     def fetch_count(self, budget: int) -> int:
         return max(self.min_fetch, min(self.max_fetch, budget // self.tokens_per_fetched_item))
@@ -89,6 +93,7 @@ class RecallStats:
     duplicates_collapsed: int = 0
     #: Older memories dropped because a newer active one gives their attribute another value.
     outdated_dropped: int = 0
+    older_marked: int = 0
     selected: int = 0
     #: Recall by meaning: cells read, their postings, and the candidates they gave.
     cells: int = 0
@@ -200,6 +205,8 @@ class RecallService:
         stats: RecallStats,
     ) -> RecallAnswer:
         """Near-duplicates collapsed, outdated values dropped, the smallest set packed."""
+        params = self.params
+        older_than: dict[str, str] = {}
         kept = _collapse(confirmed)
         stats.duplicates_collapsed = len(confirmed) - len(kept)
         if not query.include_superseded:
@@ -208,15 +215,23 @@ class RecallService:
             # (core/recall/conflicts.py). An audit (includeSuperseded) asked for every version.
             kept, outdated = without_outdated(kept, query.question)
             stats.outdated_dropped = len(outdated)
-        params = self.params
+            # Of two memories that answer it about equally well, the newer first and the older
+            # marked (core/recall/recency.py): updates neither the structurer nor the net could read.
+            if params.recency is not None:
+                kept, older_than = newer_first(kept, query.question, weights, params.recency)
         chosen = smallest_set(kept, weights, params.selection) if params.strategy == "smallest" else kept
         stats.selected = len(chosen)
         packing = pack([(r.memory_id, r.text) for r in chosen], terms, weights, query.budget)
         if not packing.items:
             return answer.abstain("budget_too_small", on_candidates=None)
         scores = {r.memory_id: r.score for r in chosen}
+        packed = {p.memory_id for p in packing.items}
+        marked = {older: newer for older, newer in older_than.items() if older in packed and newer in packed}
+        stats.older_marked = len(marked)
         items = [
-            RecallHit(found[p.memory_id], p.form, p.text, p.tokens, scores[p.memory_id])
+            RecallHit(
+                found[p.memory_id], p.form, p.text, p.tokens, scores[p.memory_id], marked.get(p.memory_id)
+            )
             for p in packing.items
         ]
         return answer.answered(items, packing.used_tokens)

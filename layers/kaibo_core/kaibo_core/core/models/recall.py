@@ -39,6 +39,8 @@ class RecallHit:
     text: str
     tokens: int
     score: float
+    #: A newer packed memory that answers the question as this one does (core/recall/recency.py).
+    older_than: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

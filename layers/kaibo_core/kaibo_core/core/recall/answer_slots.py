@@ -17,11 +17,13 @@ from kaibo_core.core.text import analyze
 _WHEN: Final[frozenset[ValueKind]] = frozenset({"date", "time"})
 _SLOTS: Final[tuple[tuple[re.Pattern[str], frozenset[ValueKind]], ...]] = (
     (re.compile(r"\b(e-?mail|inbox)\b", re.IGNORECASE), frozenset({"email"})),
-    (re.compile(r"\b(phone|mobile|pager|hotline|call)\b", re.IGNORECASE), frozenset({"phone"})),
+    (re.compile(r"^\s*(who|whom|whose|which person)\b", re.IGNORECASE), frozenset({"name"})),
+    # "call" as a verb, not "on-call" (a role: "Who is on-call?")
+    (re.compile(r"\b(phone|mobile|pager|hotline)\b|(?<![-\w])call\b", re.IGNORECASE), frozenset({"phone"})),
+    (re.compile(r"\bnumber\b", re.IGNORECASE), frozenset({"phone", "number"})),
     (re.compile(r"\b(url|link|website|site)\b", re.IGNORECASE), frozenset({"url"})),
     (re.compile(r"^\s*(when|by when|until when|what time|what date|which day)\b", re.IGNORECASE), _WHEN),
     (re.compile(r"\b(deadline|due date|start date|what day)\b", re.IGNORECASE), _WHEN),
-    (re.compile(r"^\s*(who|whom|whose|which person)\b", re.IGNORECASE), frozenset({"name"})),
     (
         re.compile(
             r"^\s*how (much|many|long|big|often)\b|\b(price|cost|budget|headcount|limit)\b", re.IGNORECASE
@@ -42,9 +44,14 @@ _QUESTION_WORDS: Final = frozenset(
 )
 
 
+def asks_about_now(question: str) -> bool:
+    """False for a question about the past ("When did …", "What was …"): every version answers it."""
+    return _PAST_QUESTION.search(question) is None
+
+
 def asked_kinds(question: str) -> frozenset[ValueKind]:
     """The kinds of value that answer ``question`` about a current value; empty when it asks none."""
-    if _PAST_QUESTION.search(question):
+    if not asks_about_now(question):
         return frozenset()
     for pattern, kinds in _SLOTS:
         if pattern.search(question):

@@ -1,0 +1,251 @@
+"""Recall's recency rule: of two memories that answer a question about the present about equally
+well, the newer ranks first (docs/recall.md, "Newer first").
+
+The safety net of ``kaibo_core.core.recall.conflicts`` drops an older memory when it can read both
+as one subject's attribute with two values. Most updates people write are not that regular
+("Grandma's all moved in! 220 Birch Ave …" after "Grandma's address: 14 Elm Street"), so when the
+structurer did not link them either, two active memories answer "What is Grandma's address?" and
+the older often scores a little higher (it repeats the question's words). This rule does not judge
+what either says; it only orders: when the newer holds at least ``tie_share`` of the question
+weight the older holds, every name or number of the question the older holds, and states something
+now (no question, hedge, proposal, reported speech, negation, or story of the past), it is lifted to
+the older's score and placed before it. Nothing is dropped: both stay citable, the older second.
+
+Not applied to questions about the past ("When did …", "What was …"): every version answers them.
+Pure: the candidates' text, terms and ``validFrom`` are already held.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from itertools import pairwise
+from typing import Final
+
+from kaibo_core.core.recall.answer_slots import asked_kinds, asks_about_now, question_topic
+from kaibo_core.core.recall.selection import Ranked
+from kaibo_core.core.structuring.facts import additive, history, unresolved
+from kaibo_core.core.structuring.restated import is_attachment, past, read
+from kaibo_core.core.structuring.statements import split_statements
+from kaibo_core.core.text import analyze
+
+#: Only the best-ranked memories are compared (a question's answer is among the first few).
+MAX_CHECKED: Final = 12
+#: Capitalized words after the first, and words with a digit: what names the subject.
+_NAMING: Final = re.compile(r"(?<!^)(?<![.?!]\s)\b[A-Z][\w.'’-]*|\b\w*\d[\w.:-]*")
+#: "Would Caroline pursue writing?", "What would … likely be?": an inference, not a current value.
+_HYPOTHETICAL: Final = re.compile(r"^\s*(?:would|could|might)\b|\b(?:would|likely)\b", re.IGNORECASE)
+_WORD: Final = re.compile(r"[\w'’.-]*\w")
+#: Two words then a verb or a colon: the second is the subject's head ("the demo prep is").
+_SUBJECT_HEAD: Final = re.compile(
+    r"\b([\w'’-]+) ([A-Za-z][\w'’-]*)(?: (?:is|are|was|were|will|has|have)\b|:)", re.IGNORECASE
+)
+#: A verb told in the past ("Mia lived in Lisbon"), or a form that is no noun ("freeze slipped").
+_PAST_FORM: Final = re.compile(r"(?:ed|ing)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class RecencyParams:
+    """``tie_share``: the newer memory's share of the older's question weight (idf of the
+    question's topic terms each holds) at which the two count as answering equally well."""
+
+    tie_share: float = 0.7
+    #: The older memory's share of the whole question weight for it to count as an answer at all.
+    min_answer_share: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.tie_share <= 1.0:
+            raise ValueError(f"tie_share must lie in (0, 1], got {self.tie_share!r}")
+        if not 0.0 <= self.min_answer_share <= 1.0:
+            raise ValueError(f"min_answer_share must lie in [0, 1], got {self.min_answer_share!r}")
+
+
+DEFAULT_RECENCY = RecencyParams()
+
+
+def naming_terms(question: str) -> frozenset[str]:
+    """The question's terms that name its subject: capitalized words after the first, numbers."""
+    return frozenset(term for match in _NAMING.finditer(question) for term in analyze(match.group(0)))
+
+
+@lru_cache(maxsize=2048)
+def _states_now(text: str) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
+    """The statements of ``text`` that state something now, each as (terms, kinds of its values)."""
+    found = []
+    for statement in split_statements(unresolved(text)).statements:
+        if statement.guarded or history(statement) or past(statement.text) or is_attachment(statement.text):
+            continue
+        if additive(statement):
+            continue  # "We now ship to Mexico too": a value added, none replaced
+        reading = read(statement.text)
+        kinds = frozenset(kind for kind, _ in reading.values)
+        if reading.opening is not None:
+            kinds |= {"name"}  # "Ingrid will take minutes …": a capitalized first word may be a name
+        found.append((frozenset(analyze(statement.text)), kinds))
+    return tuple(found)
+
+
+def _weight(terms: frozenset[str], weights: Mapping[str, float]) -> float:
+    return math.fsum(weights[term] for term in terms)
+
+
+def _answers_now(memory: Ranked, topic: frozenset[str], kinds: frozenset[str]) -> bool:
+    """One of the memory's statements says a question word now, with a value of an asked kind."""
+    return any(
+        terms & topic and (not kinds or value_kinds & kinds)
+        for terms, value_kinds in _states_now(memory.text)
+    )
+
+
+def newer_first(
+    ranked: Sequence[Ranked],
+    question: str,
+    weights: Mapping[str, float],
+    params: RecencyParams = DEFAULT_RECENCY,
+) -> tuple[list[Ranked], dict[str, str]]:
+    """``ranked`` (best first) with each memory's newest rival placed before it (lifted to its
+    score) when it ranked below, and {older memory id: its newest rival's id}: the older memories,
+    which recall marks ``olderThan`` when both are packed. Memories without ``valid_from_ms`` or
+    valid from the same instant are never rivals."""
+    if not asks_about_now(question) or _HYPOTHETICAL.search(question):
+        return list(ranked), {}
+    topic = question_topic(question)
+    topic_weights = {term: weight for term, weight in weights.items() if term in topic and weight > 0.0}
+    if not topic_weights:
+        return list(ranked), {}
+    asked = _Asked(question, topic, naming_terms(question) & topic, asked_kinds(question), topic_weights)
+    checked = list(ranked[:MAX_CHECKED])
+    rivals: dict[str, str] = {}
+    for older in checked:
+        newer = _newest_rival(checked, older, asked, params)
+        if newer is not None:
+            rivals[older.memory_id] = newer.memory_id
+    order = list(ranked)
+    for older_id, newer_id in rivals.items():
+        at = next(i for i, memory in enumerate(order) if memory.memory_id == older_id)
+        now = next(i for i, memory in enumerate(order) if memory.memory_id == newer_id)
+        if now > at:
+            lifted = replace(order[now], score=max(order[now].score, order[at].score))
+            del order[now]
+            order.insert(at, lifted)
+    return order, rivals
+
+
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """What the question asks: its words, topic terms, naming terms, kinds of value, weights."""
+
+    question: str
+    topic: frozenset[str]
+    naming: frozenset[str]
+    kinds: frozenset[str]
+    weights: Mapping[str, float]
+
+    @property
+    def total(self) -> float:
+        return _weight(frozenset(self.weights), self.weights)
+
+
+def _newest_rival(
+    checked: Sequence[Ranked], older: Ranked, asked: _Asked, params: RecencyParams
+) -> Ranked | None:
+    """The newest memory, newer than ``older``, that answers the question about as well (one of its
+    statements: ``_answers_as_well``) with no sign of another subject. The newest, so that the last
+    of three versions comes first."""
+    if older.valid_from_ms is None:
+        return None
+    held = older.terms & asked.weights.keys()
+    if _weight(held, asked.weights) < params.min_answer_share * asked.total:
+        return None
+    if not held or not asked.naming <= older.terms or not _answers_now(older, asked.topic, frozenset()):
+        return None  # no answer: it lacks a name the question asks about, or states nothing now
+    floor = params.tie_share * _weight(held, asked.weights)
+    newest: Ranked | None = None
+    for candidate in checked:
+        valid_from = candidate.valid_from_ms
+        if valid_from is None or valid_from <= older.valid_from_ms:
+            continue
+        if newest is not None and valid_from <= (newest.valid_from_ms or 0):
+            continue
+        if _answers_as_well(candidate, asked.naming, floor, asked) and not _other_subject(
+            asked.question, older.text, candidate.text
+        ):
+            newest = candidate
+    return newest
+
+
+def _answers_as_well(candidate: Ranked, naming: frozenset[str], floor: float, asked: _Asked) -> bool:
+    """One statement of ``candidate`` answers on its own: it states something now, holds
+    ``naming`` and at least ``floor`` of the question weight, and a value of an asked kind (when
+    the question asks one). One statement, not the whole memory: a chat turn whose sentences each
+    hold a question word is no answer to it."""
+    return any(
+        naming <= terms
+        and _weight(terms & asked.weights.keys(), asked.weights) >= floor
+        and (not asked.kinds or kinds & asked.kinds)
+        for terms, kinds in _states_now(candidate.text)
+    )
+
+
+def _words(text: str) -> list[tuple[str, frozenset[str]]]:
+    """The words of ``text`` in order, each with its terms (empty for a stopword)."""
+    return [(match.group(0), frozenset(analyze(match.group(0)))) for match in _WORD.finditer(text)]
+
+
+def _told_in_past(question_words: Sequence[tuple[str, frozenset[str]]], text: str) -> bool:
+    """``text`` says one of the question's words in a past form the question does not use
+    ("Mia lived in Lisbon" for "Where does Mia live?"): a story, not the current value."""
+    asked = {term: word for word, terms in question_words for term in terms}
+    for word, terms in _words(text):
+        for term in terms:
+            if term in asked and word.lower().endswith("ed") and not _PAST_FORM.search(asked[term]):
+                return True
+    return False
+
+
+def _extends(question_words: Sequence[tuple[str, frozenset[str]]], text: str) -> frozenset[str]:
+    """The question's last-of-phrase words that ``text`` makes the first word of a longer subject
+    ("The demo prep is at 2pm" for "When is the demo?"): another subject named after the question's."""
+    asked = frozenset(term for _, terms in question_words for term in terms)
+    ends = {
+        term
+        for (word, terms), (_, following) in pairwise([*question_words, ("", frozenset())])
+        for term in terms
+        if not following and not _named(word)
+    }
+    return frozenset(
+        term
+        for match in _SUBJECT_HEAD.finditer(text)
+        for term in frozenset(analyze(match.group(1))) & ends
+        if (head := frozenset(analyze(match.group(2)))) and not head & asked
+    )
+
+
+def _named(word: str) -> bool:
+    """A name, a day or a number ("Acme", "Saturday", "4.2"): the naming terms' guard covers those."""
+    return word[:1].isupper() or any(c.isdigit() for c in word)
+
+
+def _other_subject(question: str, older: str, newer: str) -> bool:
+    """The newer memory tells the question's verb in the past, or names a subject of its own after
+    the question's words where the older does not."""
+    question_words = _words(question)
+    if _told_in_past(question_words, newer) or _swaps_modifier(question_words, newer):
+        return True
+    return bool(_extends(question_words, newer) - _extends(question_words, older))
+
+
+def _swaps_modifier(question_words: Sequence[tuple[str, frozenset[str]]], text: str) -> bool:
+    """``text`` puts a word of its own where the question has one before the same word ("Dana's
+    home number" for "What is Dana's work number?"): the question asks about another one."""
+    asked = frozenset(term for _, terms in question_words for term in terms)
+    modified = frozenset(
+        term for (_, before), (_, terms) in pairwise(question_words) if before for term in terms
+    )
+    return any(
+        before and not before & asked and not _named(word) and terms & modified
+        for (word, before), (_, terms) in pairwise(_words(text))
+    )

@@ -1,0 +1,144 @@
+"""Recall's recency rule (core/recall/recency.py; docs/recall.md, "Newer first"): of two memories that
+answer a question about now about equally well, the newer ranks first and the older is named, and
+nothing else moves: another subject, a story of the past, an addition, a proposal, a question."""
+
+from __future__ import annotations
+
+import pytest
+
+from kaibo_core.core.recall.recency import RecencyParams, naming_terms, newer_first
+from kaibo_core.core.recall.selection import Ranked
+from kaibo_core.core.text import analyze
+
+DAY_MS = 86_400_000
+
+
+def memory(memory_id: str, text: str, day: int, score: float = 1.0, memory_type: str = "fact") -> Ranked:
+    return Ranked(memory_id, score, frozenset(analyze(text)), text, day * DAY_MS, memory_type)
+
+
+def weights_of(question: str) -> dict[str, float]:
+    return dict.fromkeys(analyze(question), 1.0)
+
+
+def ordered(
+    question: str, *memories: Ranked, weights: dict[str, float] | None = None
+) -> tuple[list[str], dict[str, str]]:
+    order, older = newer_first(list(memories), question, {**weights_of(question), **(weights or {})})
+    return [m.memory_id for m in order], older
+
+
+def test_the_newer_of_two_answers_ranks_first_at_the_older_score_and_the_older_is_named() -> None:
+    question = "What is Grandma's address?"
+    old = memory("old", "Grandma's address: 14 Elm Street, Portland.", 1, score=11.6)
+    new = memory("new", "Grandma's address is now 220 Birch Ave, Beaverton.", 100, score=8.9)
+    order, older = newer_first([old, new], question, weights_of(question))
+    assert [m.memory_id for m in order] == ["new", "old"]
+    assert order[0].score == pytest.approx(11.6)
+    assert older == {"old": "new"}
+
+
+def test_an_update_phrased_without_the_attribute_word_still_ties_on_the_subject() -> None:
+    question = "When is the 4.2 code freeze?"
+    old = memory("old", "Code freeze for 4.2 is Friday February 6, 2026.", 1, score=15.9)
+    new = memory("new", "4.2 code freeze slipped a week to February 13, 2026.", 6, score=15.3)
+    assert ordered(question, old, new) == (["new", "old"], {"old": "new"})
+
+
+def test_already_first_the_newer_stays_and_the_older_is_still_named() -> None:
+    question = "When is the 4.2 code freeze?"
+    new = memory("new", "4.2 code freeze slipped a week to February 13, 2026.", 6, score=16.0)
+    old = memory("old", "Code freeze for 4.2 is Friday February 6, 2026.", 1, score=15.0)
+    assert ordered(question, new, old) == (["new", "old"], {"old": "new"})
+
+
+def test_of_three_versions_the_last_comes_first() -> None:
+    question = "Which tool do we use for Orion client calls?"
+    first = memory("v1", "Orion client calls are on Zoom.", 1, score=3.0)
+    second = memory("v2", "Orion client calls are on Google Meet now.", 10, score=2.9)
+    third = memory("v3", "Orion client calls are on Microsoft Teams now.", 20, score=2.8)
+    order, older = ordered(question, first, second, third)
+    assert order[0] == "v3"
+    assert older == {"v1": "v3", "v2": "v3"}
+
+
+def test_a_question_about_the_past_orders_by_rank_only() -> None:
+    question = "When did the INC-77 outage start?"
+    old = memory("old", "INC-77: the outage started at 14:05 UTC.", 1, score=2.0)
+    new = memory("new", "INC-77 outage start: first errors at 13:52 UTC.", 2, score=1.9)
+    assert ordered(question, old, new) == (["old", "new"], {})
+
+
+#: The question word the newer memory lacks weighs little here (a common word), so that only the
+#: guard under test keeps the two apart.
+LIGHT = 0.2
+
+
+@pytest.mark.parametrize(
+    ("question", "old_text", "new_text"),
+    [
+        # another subject named in the question (the older holds it, the newer does not)
+        (
+            "When does the Acme contract renew?",
+            "The Acme contract renews August 1.",
+            "The Globex contract renews September 3.",
+        ),
+        # a value added, none replaced
+        ("Which countries do we ship to?", "We ship to the US and Canada.", "We now ship to Mexico too!"),
+        # a question, a proposal, a negation: nothing stated now
+        (
+            "When does Mia's flight land?",
+            "Mia's flight lands at 8:40pm.",
+            "Did Mia's flight land at 9 or so?",
+        ),
+        (
+            "What is the kids' bedtime?",
+            "Kids' bedtime is 8pm.",
+            "Maybe we should try a 9pm bedtime for the kids?",
+        ),
+        # the question's verb told in the past: a story, not the current value
+        ("Where does Mia live?", "Mia lives in Porto.", "Mia lived in Lisbon for five years."),
+        # another one of the same kind: the question's word before it swapped for another
+        ("What is Dana's work number?", "Dana's work number is 555-0142.", "Dana's home number is 555-0188."),
+        # a longer subject that starts with the question's ("the demo prep" is not "the demo")
+        ("When is the demo?", "The demo is at 4pm.", "The demo prep is at 2pm."),
+        # the question asks a date; the newer gives none
+        ("When is the offsite?", "The offsite is on June 15.", "The offsite agenda is in the shared drive."),
+    ],
+)
+def test_a_newer_memory_that_answers_something_else_does_not_move(
+    question: str, old_text: str, new_text: str
+) -> None:
+    old = memory("old", old_text, 1, score=2.0)
+    new = memory("new", new_text, 50, score=1.9)
+    light = dict.fromkeys(old.terms - new.terms, LIGHT)
+    assert ordered(question, old, new, weights=light) == (["old", "new"], {})
+
+
+def test_a_newer_memory_holding_much_less_of_the_question_does_not_tie() -> None:
+    question = "Who writes the conclusion of the history project?"
+    old = memory("old", "History project: Noah writes the conclusion.", 1, score=2.0)
+    new = memory("new", "Ava is on the project now.", 7, score=1.0)
+    assert ordered(question, old, new) == (["old", "new"], {})
+
+
+def test_memories_valid_from_the_same_instant_or_without_one_are_never_rivals() -> None:
+    question = "What is Grandma's address?"
+    old = memory("old", "Grandma's address: 14 Elm Street.", 3, score=2.0)
+    same = memory("same", "Grandma's address: 220 Birch Ave.", 3, score=1.9)
+    unknown = Ranked(
+        "unknown", 1.8, frozenset(analyze("Grandma's address: 9 Oak Road.")), "Grandma's address: 9 Oak Road."
+    )
+    assert ordered(question, old, same, unknown) == (["old", "same", "unknown"], {})
+
+
+def test_naming_terms_are_the_question_names_and_numbers_not_its_first_word() -> None:
+    assert naming_terms("When does the Acme contract renew?") == frozenset(analyze("Acme"))
+    assert naming_terms("What is the total of invoice 4471?") == frozenset(analyze("4471"))
+    assert naming_terms("Where is the spare key?") == frozenset()
+
+
+def test_tie_share_must_lie_in_the_unit_interval() -> None:
+    for wrong in (0.0, -0.1, 1.5):
+        with pytest.raises(ValueError, match="tie_share"):
+            RecencyParams(tie_share=wrong)
