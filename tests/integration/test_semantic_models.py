@@ -115,7 +115,9 @@ def test_given_the_training_tool_then_the_committed_static_cells_are_what_it_wri
         timeout=300,
     )
     committed = load_cells("wl256")
-    assert np.array_equal(np.load(out).astype(np.float32), committed.centroids)
+    # The same cells up to float16 rounding: k-means' float32 sums round differently on other CPUs
+    # (SIMD widths), which can flip the last bit of a stored float16 (one step is 2**-10 relative).
+    np.testing.assert_allclose(np.load(out).astype(np.float32), committed.centroids, rtol=2**-9, atol=1e-6)
     assert committed.centroids.shape == (256, 256)
 
 
