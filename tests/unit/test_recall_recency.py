@@ -4,6 +4,8 @@ nothing else moves: another subject, a story of the past, an addition, a proposa
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from kaibo_core.core.recall.recency import RecencyParams, naming_terms, newer_first
@@ -142,3 +144,104 @@ def test_tie_share_must_lie_in_the_unit_interval() -> None:
     for wrong in (0.0, -0.1, 1.5):
         with pytest.raises(ValueError, match="tie_share"):
             RecencyParams(tie_share=wrong)
+
+
+# With recall by meaning: a newer memory close in meaning to the older one is a rival even when it
+# says the question's words less (``alike``: the cosine of the two memories' vectors).
+
+
+def by_meaning(
+    question: str, cosine: float, *memories: Ranked, params: RecencyParams | None = None
+) -> tuple[list[str], dict[str, str]]:
+    def alike(first: str, second: str) -> float | None:
+        return cosine if {first, second} == {"old", "new"} else None
+
+    order, older = newer_first(
+        list(memories), question, weights_of(question), params or RecencyParams(), alike
+    )
+    return [m.memory_id for m in order], older
+
+
+GRANDMA = "What is Grandma's address?"
+GRANDMA_OLD = memory("old", "Grandma's address: 14 Elm Street, Portland, OR 97205.", 1, score=9.0)
+#: The update does not say "address": by words alone it holds too little of the question.
+GRANDMA_NEW = memory("new", "Grandma's all moved in! 220 Birch Ave, Apt 3, Beaverton.", 100, score=4.0)
+
+
+def test_by_meaning_an_update_without_the_question_words_ranks_first() -> None:
+    assert ordered(GRANDMA, GRANDMA_OLD, GRANDMA_NEW) == (["old", "new"], {})
+    assert by_meaning(GRANDMA, 0.72, GRANDMA_OLD, GRANDMA_NEW) == (["new", "old"], {"old": "new"})
+
+
+def test_by_meaning_not_close_enough_nothing_moves() -> None:
+    assert by_meaning(GRANDMA, 0.55, GRANDMA_OLD, GRANDMA_NEW) == (["old", "new"], {})
+    lower = RecencyParams(same_meaning=0.5)
+    assert by_meaning(GRANDMA, 0.55, GRANDMA_OLD, GRANDMA_NEW, params=lower) == (
+        ["new", "old"],
+        {"old": "new"},
+    )
+
+
+def test_by_meaning_a_swapped_word_is_another_subject() -> None:
+    question = "When is the release target?"
+    old = memory("old", "The release target is July 13, 2026.", 1, score=9.0)
+    new = memory("new", "The release party is on July 20, 2026.", 5, score=4.0)
+    assert by_meaning(question, 0.85, old, new) == (["old", "new"], {})
+
+
+def test_by_meaning_another_scope_of_the_same_role_is_another_subject() -> None:
+    question = "Who is on call for payments this week?"
+    old = memory("old", "On call this week for payments: Tom R.", 1, score=9.0)
+    new = memory("new", "On call this week for infra: Tom S.", 2, score=4.0)
+    assert by_meaning(question, 0.9, old, new) == (["old", "new"], {})
+
+
+def test_by_meaning_the_question_names_must_be_in_the_newer() -> None:
+    question = "What is the iOS app version?"
+    old = memory("old", "The iOS app version is 3.2.", 1, score=9.0)
+    new = memory("new", "The Android app version is 3.4.", 5, score=6.0)
+    assert by_meaning(question, 0.95, old, new) == (["old", "new"], {})
+
+
+def test_by_meaning_a_proposal_or_a_question_states_nothing_now() -> None:
+    question = "What is the kids' bedtime?"
+    old = memory("old", "Kids' bedtime is 8pm on school nights.", 1, score=9.0)
+    for text in ("Should we move bedtime to 8:30?", "Maybe we could try 8:30 over the summer."):
+        new = memory("new", text, 5, score=4.0)
+        assert by_meaning(question, 0.8, old, new) == (["old", "new"], {}), text
+
+
+def test_by_meaning_without_vectors_nothing_moves() -> None:
+    def unknown(first: str, second: str) -> float | None:
+        return None
+
+    order, older = newer_first(
+        [GRANDMA_OLD, GRANDMA_NEW], GRANDMA, weights_of(GRANDMA), RecencyParams(), unknown
+    )
+    assert ([m.memory_id for m in order], older) == (["old", "new"], {})
+
+
+def test_words_with_a_capital_inside_name_the_subject() -> None:
+    assert naming_terms("What is the iOS app version?") == frozenset(analyze("iOS"))
+
+
+def test_by_meaning_only_typed_values_chat_turns_about_one_topic_are_no_updates() -> None:
+    # Two chat turns close in meaning ("Melanie: … painting …", "Caroline: … painted …") are a
+    # conversation, not one value replaced: only facts, decisions, preferences and tasks rival.
+    question = "What has Melanie painted?"
+    old = memory(
+        "old", "Melanie: Painting's a fun way to express my feelings. I painted a lake sunrise.", 1, 9.0
+    )
+    new = memory("new", "Caroline: Thanks, Melanie! I painted this after I visited a center.", 5, 4.0)
+    turns = [replace(old, memory_type="episode"), replace(new, memory_type="episode")]
+    assert by_meaning(question, 0.8, *turns) == (["old", "new"], {})
+    assert by_meaning(question, 0.8, replace(old, memory_type="episode"), new) == (["old", "new"], {})
+
+
+def test_by_meaning_another_speaker_s_reply_is_no_update() -> None:
+    question = "What is the art show painting about?"
+    old = memory("old", "Caroline: My painting for the art show is about my transition.", 1, 9.0)
+    reply = memory("new", "Melanie: Caroline, your painting is awesome! The colors are vivid.", 2, 4.0)
+    assert by_meaning(question, 0.8, old, reply) == (["old", "new"], {})
+    own = memory("new", "Caroline: The art show painting is now about my grandma's garden.", 9, 4.0)
+    assert by_meaning(question, 0.8, old, own) == (["new", "old"], {"old": "new"})

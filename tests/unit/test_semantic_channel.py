@@ -22,7 +22,7 @@ from kaibo_core.adapters.dynamodb_memories import memory_from_item, memory_item
 from kaibo_core.api.mapping import recall_query
 from kaibo_core.api.models import RecallRequest
 from kaibo_core.core.indexing import memory_plan, memory_terms, posting_of
-from kaibo_core.core.models.memories import MemoryRecord, SourceEventRef, TermRead
+from kaibo_core.core.models.memories import MemoryRecord, SemanticPlacement, SourceEventRef, TermRead
 from kaibo_core.core.recall.scoring import RecallFilters
 from kaibo_core.core.semantic.cells import Cells
 from kaibo_core.core.semantic.placement import (
@@ -32,8 +32,8 @@ from kaibo_core.core.semantic.placement import (
     encode_placement,
     is_cell_term,
 )
-from kaibo_core.core.semantic.scoring import SemanticParams, semantic_candidates
-from kaibo_core.core.semantic.vectors import posting_code
+from kaibo_core.core.semantic.scoring import SemanticParams, memories_alike, semantic_candidates
+from kaibo_core.core.semantic.vectors import encode_vector, posting_code
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.structuring.rules import RuleStructurer
 from kaibo_core.core.text import analyze
@@ -278,3 +278,20 @@ def test_given_an_unknown_model_name_then_the_setting_is_refused_and_off_means_n
     assert build_semantic_channel("off") is None
     with pytest.raises(ValueError, match="KAIBO_SEMANTIC_MODEL"):
         build_semantic_channel("gpt-embeddings")
+
+
+def test_given_two_placed_memories_then_their_cosine_is_read_from_their_vectors_of_one_model() -> None:
+    first = np.array([0.6, 0.8, 0.0, 0.0], dtype=np.float32)
+    second = np.array([0.8, 0.6, 0.0, 0.0], dtype=np.float32)
+    placements = {
+        "a": SemanticPlacement("m1", ((0, 100),), encode_vector(first)),
+        "b": SemanticPlacement("m1", ((0, 90),), encode_vector(second)),
+        "c": SemanticPlacement("other", ((0, 90),), encode_vector(second)),
+        "d": None,
+    }
+    alike = memories_alike(placements, "m1")
+    assert alike("a", "b") == pytest.approx(0.96, abs=0.01)
+    assert alike("a", "a") == pytest.approx(1.0, abs=0.01)
+    assert alike("a", "c") is None  # another model's vector: never compared
+    assert alike("a", "d") is None  # no vector
+    assert alike("a", "missing") is None

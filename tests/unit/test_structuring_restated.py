@@ -287,3 +287,11 @@ def test_the_structurer_closes_an_open_task_reported_done_in_other_words() -> No
         "Stripe API keys rotated this morning, old ones revoked.", "Need to rotate the Stripe API keys."
     )
     assert [(link.kind, link.memory_id) for link in found] == [("supersedes", "mem_old0")]
+
+
+def test_an_initial_after_a_name_is_part_of_the_name_not_a_topic_word() -> None:
+    # "Tom R." and "Tom S." are two people; the initial is no word of what the statement is about.
+    reading = read("On call this week for payments: Tom R.")
+    assert ("name", "tom r") in reading.values
+    assert "r" not in reading.topic
+    assert read("Tom R. is on call.").values >= {("name", "tom r")}

@@ -38,7 +38,7 @@ from kaibo_core.core.recall.scoring import (
     visible,
 )
 from kaibo_core.core.recall.selection import Ranked, SelectionParams, collapse_near_duplicates, smallest_set
-from kaibo_core.core.semantic.scoring import fused_score, memory_cosine, semantic_candidates
+from kaibo_core.core.semantic.scoring import fused_score, memories_alike, memory_cosine, semantic_candidates
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.text import analyze, query_terms
 from kaibo_core.ports import EventLocator, MemoryReader, TermIndex
@@ -218,7 +218,11 @@ class RecallService:
             # Of two memories that answer it about equally well, the newer first and the older
             # marked (core/recall/recency.py): updates neither the structurer nor the net could read.
             if params.recency is not None:
-                kept, older_than = newer_first(kept, query.question, weights, params.recency)
+                alike = None
+                if self._semantic is not None:
+                    placements = {r.memory_id: found[r.memory_id].semantic for r in kept}
+                    alike = memories_alike(placements, self._semantic.version)
+                kept, older_than = newer_first(kept, query.question, weights, params.recency, alike)
         chosen = smallest_set(kept, weights, params.selection) if params.strategy == "smallest" else kept
         stats.selected = len(chosen)
         packing = pack([(r.memory_id, r.text) for r in chosen], terms, weights, query.budget)

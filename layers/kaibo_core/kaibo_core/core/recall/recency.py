@@ -11,6 +11,11 @@ weight the older holds, every name or number of the question the older holds, an
 now (no question, hedge, proposal, reported speech, negation, or story of the past), it is lifted to
 the older's score and placed before it. Nothing is dropped: both stay citable, the older second.
 
+With recall by meaning, a newer typed value close in meaning to the older one (``alike``: the
+cosine of their vectors, at least ``same_meaning``) ties even when it says the question's words less
+("Mia gets in at 8:40pm Saturday" for "When does Mia's flight land?"), unless the structurer's word
+guards show another subject.
+
 Not applied to questions about the past ("When did …", "What was …"): every version answers them.
 Pure: the candidates' text, terms and ``validFrom`` are already held.
 """
@@ -19,7 +24,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import pairwise
@@ -28,14 +33,23 @@ from typing import Final
 from kaibo_core.core.recall.answer_slots import asked_kinds, asks_about_now, question_topic
 from kaibo_core.core.recall.selection import Ranked
 from kaibo_core.core.structuring.facts import additive, history, unresolved
-from kaibo_core.core.structuring.restated import is_attachment, past, read
-from kaibo_core.core.structuring.statements import split_statements
+from kaibo_core.core.structuring.restated import (
+    VALUE_TYPES,
+    is_attachment,
+    past,
+    read,
+    settle_openings,
+    swapped_word,
+    topic_verdict,
+)
+from kaibo_core.core.structuring.statements import split_speaker, split_statements
 from kaibo_core.core.text import analyze
 
 #: Only the best-ranked memories are compared (a question's answer is among the first few).
 MAX_CHECKED: Final = 12
-#: Capitalized words after the first, and words with a digit: what names the subject.
-_NAMING: Final = re.compile(r"(?<!^)(?<![.?!]\s)\b[A-Z][\w.'’-]*|\b\w*\d[\w.:-]*")
+#: Capitalized words after the first, words with a capital inside ("iOS") and words with a digit:
+#: what names the subject.
+_NAMING: Final = re.compile(r"(?<!^)(?<![.?!]\s)\b[A-Z][\w.'’-]*|\b[a-z]+[A-Z][\w.'’-]*|\b\w*\d[\w.:-]*")
 #: "Would Caroline pursue writing?", "What would … likely be?": an inference, not a current value.
 _HYPOTHETICAL: Final = re.compile(r"^\s*(?:would|could|might)\b|\b(?:would|likely)\b", re.IGNORECASE)
 _WORD: Final = re.compile(r"[\w'’.-]*\w")
@@ -55,19 +69,28 @@ class RecencyParams:
     tie_share: float = 0.7
     #: The older memory's share of the whole question weight for it to count as an answer at all.
     min_answer_share: float = 0.5
+    #: With recall by meaning: a newer memory at least this close in meaning to the older one
+    #: (the cosine of their vectors) is a rival even when it says the question's words less.
+    same_meaning: float = 0.6
 
     def __post_init__(self) -> None:
         if not 0.0 < self.tie_share <= 1.0:
             raise ValueError(f"tie_share must lie in (0, 1], got {self.tie_share!r}")
         if not 0.0 <= self.min_answer_share <= 1.0:
             raise ValueError(f"min_answer_share must lie in [0, 1], got {self.min_answer_share!r}")
+        if not 0.0 < self.same_meaning <= 1.0:
+            raise ValueError(f"same_meaning must lie in (0, 1], got {self.same_meaning!r}")
 
 
 DEFAULT_RECENCY = RecencyParams()
 
+#: The cosine of two memories' vectors (recall by meaning), or None when either has none.
+Alike = Callable[[str, str], float | None]
+
 
 def naming_terms(question: str) -> frozenset[str]:
-    """The question's terms that name its subject: capitalized words after the first, numbers."""
+    """The question's terms that name its subject: capitalized words after the first, words with a
+    capital inside, numbers."""
     return frozenset(term for match in _NAMING.finditer(question) for term in analyze(match.group(0)))
 
 
@@ -105,6 +128,7 @@ def newer_first(
     question: str,
     weights: Mapping[str, float],
     params: RecencyParams = DEFAULT_RECENCY,
+    alike: Alike | None = None,
 ) -> tuple[list[Ranked], dict[str, str]]:
     """``ranked`` (best first) with each memory's newest rival placed before it (lifted to its
     score) when it ranked below, and {older memory id: its newest rival's id}: the older memories,
@@ -120,7 +144,7 @@ def newer_first(
     checked = list(ranked[:MAX_CHECKED])
     rivals: dict[str, str] = {}
     for older in checked:
-        newer = _newest_rival(checked, older, asked, params)
+        newer = _newest_rival(checked, older, asked, params, alike)
         if newer is not None:
             rivals[older.memory_id] = newer.memory_id
     order = list(ranked)
@@ -150,7 +174,7 @@ class _Asked:
 
 
 def _newest_rival(
-    checked: Sequence[Ranked], older: Ranked, asked: _Asked, params: RecencyParams
+    checked: Sequence[Ranked], older: Ranked, asked: _Asked, params: RecencyParams, alike: Alike | None
 ) -> Ranked | None:
     """The newest memory, newer than ``older``, that answers the question about as well (one of its
     statements: ``_answers_as_well``) with no sign of another subject. The newest, so that the last
@@ -170,11 +194,43 @@ def _newest_rival(
             continue
         if newest is not None and valid_from <= (newest.valid_from_ms or 0):
             continue
-        if _answers_as_well(candidate, asked.naming, floor, asked) and not _other_subject(
-            asked.question, older.text, candidate.text
-        ):
+        answers = _answers_as_well(candidate, asked.naming, floor, asked) or (
+            alike is not None
+            and older.memory_type in VALUE_TYPES
+            and candidate.memory_type in VALUE_TYPES
+            and (alike(older.memory_id, candidate.memory_id) or 0.0) >= params.same_meaning
+            and _answers_as_well(candidate, asked.naming, 0.0, asked)
+            and _same_thing(older.text, candidate.text)
+        )
+        if answers and not _other_subject(asked.question, older.text, candidate.text):
             newest = candidate
     return newest
+
+
+@lru_cache(maxsize=2048)
+def _now_statements(text: str) -> tuple[str, ...]:
+    """The statements of ``text`` that state something now (as ``_states_now`` reads them)."""
+    return tuple(
+        statement.text
+        for statement in split_statements(unresolved(text)).statements
+        if not (statement.guarded or history(statement) or past(statement.text))
+    )
+
+
+def _same_thing(older: str, newer: str) -> bool:
+    """Close in meaning is not the same subject: both said by one speaker (another speaker's turn
+    is a reply or a disagreement, not an update), and some statement of each must not show another
+    thing by its words (the structurer's verdict: "release target" → "release party", "on call for
+    payments" → "on call for infra")."""
+    old_speaker, new_speaker = split_speaker(older.lstrip())[0], split_speaker(newer.lstrip())[0]
+    if old_speaker and new_speaker and old_speaker.lower() != new_speaker.lower():
+        return False
+    for old_text in _now_statements(older):
+        for new_text in _now_statements(newer):
+            new, old = settle_openings(read(new_text), read(old_text))
+            if topic_verdict(new, old) != "other" and not swapped_word(new, old):
+                return True
+    return False
 
 
 def _answers_as_well(candidate: Ranked, naming: frozenset[str], floor: float, asked: _Asked) -> bool:

@@ -12,7 +12,7 @@ paraphrase with no shared word still rank.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -86,6 +86,27 @@ def memory_cosine(placement: SemanticPlacement | None, version: str, question: N
     if placement is None or placement.version != version:
         return 0.0
     return float(decode_vector(placement.vector) @ question)
+
+
+def memories_alike(
+    placements: Mapping[str, SemanticPlacement | None], version: str
+) -> Callable[[str, str], float | None]:
+    """The cosine of two memories' vectors (by id, from ``placements``), each decoded once; None
+    when either has no vector of this model."""
+    decoded: dict[str, NDArray[np.float32] | None] = {}
+
+    def vector(memory_id: str) -> NDArray[np.float32] | None:
+        if memory_id not in decoded:
+            placement = placements.get(memory_id)
+            usable = placement is not None and placement.version == version
+            decoded[memory_id] = decode_vector(placement.vector) if usable and placement else None
+        return decoded[memory_id]
+
+    def alike(first: str, second: str) -> float | None:
+        a, b = vector(first), vector(second)
+        return None if a is None or b is None else float(a @ b)
+
+    return alike
 
 
 def fused_score(bm25: float, cosine: float, params: SemanticParams) -> float:

@@ -85,9 +85,11 @@ _UPPER: Final = "A-ZÀ-ÖØ-Þ"
 _LOWER: Final = "a-zß-öø-ÿ"
 _CAPITALIZED_WORD: Final = rf"[{_UPPER}][{_LOWER}'’-]*[{_LOWER}]"
 _FIRST_WORD: Final = re.compile(rf"\s*({_CAPITALIZED_WORD})\b(?!\s+[{_UPPER}])")
-#: A name written with a capital inside ("iOS", "macOS", "eBay") is a name too.
+#: A name written with a capital inside ("iOS", "macOS", "eBay") is a name too; an initial after a
+#: name is part of it ("Tom R.").
 _CAPITALIZED: Final = re.compile(
-    rf"\b(?:{_CAPITALIZED_WORD}|[{_LOWER}]+[{_UPPER}][\w]*)(?:\s+{_CAPITALIZED_WORD})*\b"
+    rf"\b(?:{_CAPITALIZED_WORD}|[{_LOWER}]+[{_UPPER}][\w]*)(?:\s+{_CAPITALIZED_WORD})*"
+    rf"(?:\s+[{_UPPER}]\.(?!\w)|\b)"
 )
 #: Capitalized words that are not names: sentence openers, pronouns, days and months are dates.
 _OPENERS: Final = (
