@@ -42,7 +42,7 @@ from kaibo_core.core.structuring.restated import (
     swapped_word,
     topic_verdict,
 )
-from kaibo_core.core.structuring.statements import split_speaker, split_statements
+from kaibo_core.core.structuring.statements import Statement, split_speaker, split_statements
 from kaibo_core.core.text import analyze
 
 #: Only the best-ranked memories are compared (a question's answer is among the first few).
@@ -95,13 +95,22 @@ def naming_terms(question: str) -> frozenset[str]:
 
 
 @lru_cache(maxsize=2048)
+def _now_statements(text: str) -> tuple[Statement, ...]:
+    """The statements of ``text`` that are no question, hedge, proposal, reported speech,
+    negation, history or past tense."""
+    return tuple(
+        statement
+        for statement in split_statements(unresolved(text)).statements
+        if not (statement.guarded or history(statement) or past(statement.text))
+    )
+
+
+@lru_cache(maxsize=2048)
 def _states_now(text: str) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
     """The statements of ``text`` that state something now, each as (terms, kinds of its values)."""
     found = []
-    for statement in split_statements(unresolved(text)).statements:
-        if statement.guarded or history(statement) or past(statement.text) or is_attachment(statement.text):
-            continue
-        if additive(statement):
+    for statement in _now_statements(text):
+        if is_attachment(statement.text) or additive(statement):
             continue  # "We now ship to Mexico too": a value added, none replaced
         reading = read(statement.text)
         kinds = frozenset(kind for kind, _ in reading.values)
@@ -207,16 +216,6 @@ def _newest_rival(
     return newest
 
 
-@lru_cache(maxsize=2048)
-def _now_statements(text: str) -> tuple[str, ...]:
-    """The statements of ``text`` that state something now (as ``_states_now`` reads them)."""
-    return tuple(
-        statement.text
-        for statement in split_statements(unresolved(text)).statements
-        if not (statement.guarded or history(statement) or past(statement.text))
-    )
-
-
 def _same_thing(older: str, newer: str) -> bool:
     """Close in meaning is not the same subject: both said by one speaker (another speaker's turn
     is a reply or a disagreement, not an update), and some statement of each must not show another
@@ -225,9 +224,9 @@ def _same_thing(older: str, newer: str) -> bool:
     old_speaker, new_speaker = split_speaker(older.lstrip())[0], split_speaker(newer.lstrip())[0]
     if old_speaker and new_speaker and old_speaker.lower() != new_speaker.lower():
         return False
-    for old_text in _now_statements(older):
-        for new_text in _now_statements(newer):
-            new, old = settle_openings(read(new_text), read(old_text))
+    for old_statement in _now_statements(older):
+        for new_statement in _now_statements(newer):
+            new, old = settle_openings(read(new_statement.text), read(old_statement.text))
             if topic_verdict(new, old) != "other" and not swapped_word(new, old):
                 return True
     return False

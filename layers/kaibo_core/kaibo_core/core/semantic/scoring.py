@@ -83,9 +83,15 @@ def semantic_candidates(
 def memory_cosine(placement: SemanticPlacement | None, version: str, question: NDArray[np.float32]) -> float:
     """The cosine of a memory (its item's vector) to the question; 0 when it has no vector of
     this model (written before the model was turned on, or by another model)."""
+    vector = placed_vector(placement, version)
+    return 0.0 if vector is None else float(vector @ question)
+
+
+def placed_vector(placement: SemanticPlacement | None, version: str) -> NDArray[np.float32] | None:
+    """A memory's vector, if it has one of this model (``version``)."""
     if placement is None or placement.version != version:
-        return 0.0
-    return float(decode_vector(placement.vector) @ question)
+        return None
+    return decode_vector(placement.vector)
 
 
 def memories_alike(
@@ -97,9 +103,7 @@ def memories_alike(
 
     def vector(memory_id: str) -> NDArray[np.float32] | None:
         if memory_id not in decoded:
-            placement = placements.get(memory_id)
-            usable = placement is not None and placement.version == version
-            decoded[memory_id] = decode_vector(placement.vector) if usable and placement else None
+            decoded[memory_id] = placed_vector(placements.get(memory_id), version)
         return decoded[memory_id]
 
     def alike(first: str, second: str) -> float | None:
