@@ -103,6 +103,10 @@ def test_a_word_beside_a_shared_one_swapped_for_another_names_another_thing(
         ("The Q3 report is due on September 30.", "The Q3 budget is due on September 15."),
         ("The budget for marketing is $40,000.", "The budget for sales is $55,000."),
         ("The iOS app version is 3.2.", "The Android app version is 3.4."),  # "iOS" is a name
+        (  # a statement of a name and a value names no subject, whatever "URL" its value says
+            "Staging: https://staging.kaibo.dev",
+            "Staging URL for the docs preview is https://preview.kaibo.dev.",
+        ),
         (  # whose value? The later statement does not say
             "Acme's contract value is $120k ARR, renewal in November.",
             "Contract value $95k ARR, 2-year term.",
@@ -125,10 +129,13 @@ def test_given_words_that_show_another_thing_then_a_close_meaning_does_not_overr
             "cert rotation for api.kaibo.dev, hard cutoff 2026-08-18, the CA extended the old intermediate.",
         ),
         (
-            "Dr. Okafor's office number is 555-0142, they pick up after 8:30.",
-            "Dr. Okafor's office: call 555-0199.",
+            "Brightline lease: signature deadline July 1, 2026.",
+            "Brightline's counsel confirmed we can sign by July 22, 2026.",
         ),
-        ("Invoice #4471 to Globex totals $12,400.", "Sorry, typo above: invoice 4471 is $14,200."),
+        (
+            "Returns go to our warehouse at 77 Dock Rd, Newark NJ.",
+            "Returns now go to 1200 Logistics Pkwy, Edison NJ.",
+        ),
     ],
 )
 def test_given_a_statement_in_other_words_then_a_close_meaning_still_links_it(old: str, new: str) -> None:

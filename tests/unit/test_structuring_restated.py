@@ -64,6 +64,104 @@ def test_another_subject_scope_holder_or_role_is_not_an_update(old: str, new: st
     assert not restates(new, old)
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (  # an address is one value, and "address" is said by giving one
+            "HQ mailing address: 500 Market St, Suite 200, San Francisco, CA 94105.",
+            "Send HQ mail to 1 Ferry Building, Suite 50, San Francisco, CA 94111.",
+        ),
+        (
+            "Grandma's address: 14 Elm Street, Portland, OR 97205.",
+            "220 Birch Ave, Apt 3, Beaverton, OR 97005.",
+        ),
+        (  # "Lily's dose" and "Lily is …" name one person
+            "Lily's ibuprofen dose is 5 ml every 6-8 hours.",
+            "Lily is over 20 kg, so her ibuprofen dose is 7.5 ml every 6-8 hours.",
+        ),
+        (  # anchored by an identifier both name, with a word of the topic
+            "Dr. Okafor's office number is 555-0142, they pick up after 8:30.",
+            "Dr. Okafor's office: call 555-0199.",
+        ),
+        (
+            "Quarterly VAT return for Q1 must be filed by 7 May 2026.",
+            "Q1 VAT return can go in on 14 May 2026 without a penalty, extension granted.",
+        ),
+        (  # the same address written in more detail is not an address replaced
+            "The landlord's phone is 555-0101, office at 12 Oak St, Apt 4.",
+            "The landlord's phone is 555-0199, office at 12 Oak St, Apt 4, Springfield.",
+        ),
+    ],
+)
+def test_an_update_anchored_by_a_name_code_or_address_is_an_update(old: str, new: str) -> None:
+    assert restates(new, old)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (  # another owner named
+            "Grandma's address: 14 Elm Street, Portland, OR 97205.",
+            "Uncle Bob's address: 220 Birch Ave, Beaverton, OR 97005.",
+        ),
+        ("The dentist is at 5 Main St.", "The gym is at 12 Oak Ave."),  # another place
+        ("Lily's ibuprofen dose is 5 ml.", "Max's ibuprofen dose is 7.5 ml."),  # another person
+        ("Invoice #4471 to Globex totals $12,400.", "Invoice #4472 to Globex totals $14,200."),
+        ("Dr. Okafor's office number is 555-0142.", "Dr. Okafor's home number is 555-0199."),
+        # the anchor is shared, the attribute is not: one word lost, others gained, little shared
+        ("Invoice 4471 totals $12,400.", "Invoice 4471 deposit paid: $5,000."),
+        # the anchor is shared, the subject (the first word of the topic) is not
+        ("Q2 board deck is due June 5.", "Investor letter for Q2: due June 12."),
+        (
+            "api-gateway p99 latency target: 200ms.",
+            "search-svc p99 latency target: 450ms (ranking is expensive).",
+        ),
+        # the anchor is shared, a word after a shared one was swapped ("renewal" → "signing")
+        (
+            "The Globex support contract renewal: June 3.",
+            "The Globex support contract signing ceremony: June 10.",
+        ),
+    ],
+)
+def test_a_shared_anchor_with_another_subject_or_attribute_is_not_an_update(old: str, new: str) -> None:
+    assert not restates(new, old)
+
+
+@pytest.mark.parametrize(
+    ("text", "address"),
+    [
+        (
+            "Send HQ mail to 1 Ferry Building, Suite 50, San Francisco, CA 94111.",
+            "1 ferry building suite 50 san francisco ca 94111",
+        ),
+        ("Returns go to 77 Dock Rd, Newark NJ.", "77 dock rd newark nj"),
+        ("The office moved to Hauptstraße 5, 10115 Berlin.", "hauptstraße 5 10115 berlin"),
+    ],
+)
+def test_a_street_address_is_one_value_not_names_and_numbers(text: str, address: str) -> None:
+    values = read(text).values
+    assert ("address", address) in values
+    assert not {kind for kind, _ in values} & {"number", "date"}
+    assert not {value for kind, value in values if kind == "name"} - {"send"}  # "Send" opens the sentence
+
+
+def test_a_statement_that_leaves_its_subject_to_another_sentence_is_searched_with_its_names() -> None:
+    grandma = "Grandma's address: 14 Elm Street, Portland, OR 97205."
+    moved = structured_links("Grandma's all moved in! 220 Birch Ave, Apt 3, Beaverton, OR 97005.", grandma)
+    assert [(link.kind, link.memory_id) for link in moved] == [("supersedes", "mem_old0")]
+    # Another person's move finds nothing of Grandma's to replace.
+    assert structured_links("Uncle Bob moved! 220 Birch Ave, Apt 3, Beaverton, OR 97005.", grandma) == []
+
+
+def test_an_update_to_a_version_numbered_subject_is_read_as_one_statement() -> None:
+    """ "4.2 code freeze …" starts with a number and a dot, but it is not a numbered list."""
+    found = structured_links(
+        "4.2 code freeze slipped a week to February 13 because of the auth regression.",
+        "Code freeze for 4.2 is Friday February 6.",
+    )
+    assert [(link.kind, link.memory_id) for link in found] == [("supersedes", "mem_old0")]
+
+
 def candidate(content: str, memory_type: str = "fact", stream: str = "s") -> CandidateMemory:
     return CandidateMemory("mem_old", memory_type, content, EARLIER, stream)  # type: ignore[arg-type]
 

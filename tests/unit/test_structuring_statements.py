@@ -56,6 +56,11 @@ def test_a_numbered_list_stays_one_statement_with_its_header() -> None:
     assert split.statements[0].numbered
 
 
+def test_a_version_number_at_the_start_is_not_a_numbered_list() -> None:
+    split = split_statements("4.2 code freeze slipped to February 13.\n1) Merge the fix.")
+    assert [s.numbered for s in split.statements] == [False, True]
+
+
 def test_the_speaker_is_taken_off_but_labels_are_not_speakers() -> None:
     assert split_speaker("Anna: I prefer tea.") == ("Anna", "I prefer tea.")
     assert split_speaker("Anna Lee: hi") == ("Anna Lee", "hi")

@@ -646,10 +646,20 @@ _PHONE: Final = re.compile(r"^\+?\(?\d[\d\s().-]{5,}\d(?:\s*(?:ext\.?|x)\s*\d+)?
 _MONEY: Final = re.compile(
     r"^(?:[$€£]\s?\d|\d[\d,.]*\s*(?:k|m|usd|eur|gbp|chf|dollars?|euros?|pounds?|bucks)\b)", _I
 )
-_ADDRESS: Final = re.compile(
-    r"^\d+[a-z]?\s+(?:[A-Z][\w'’.-]*\s+){1,4}?(?:street|st|avenue|ave|road|rd|boulevard|blvd|lane|ln"
-    r"|drive|dr|way|place|pl|square|sq|court|ct|terrace|parkway|highway|hwy|strasse|straße|allee|platz)\b",
-    _I,
+_STREET: Final = (
+    r"(?:St|Street|Ave|Avenue|Rd|Road|Blvd|Boulevard|Dr|Drive|Ln|Lane|Way|Pkwy|Parkway|Ct|Court|Pl|Place|"
+    r"Sq|Square|Ter|Terrace|Hwy|Highway|Plaza|Building|Circle|Row|Crescent|Close|Gardens|"
+    r"Strasse|Straße|Allee|Platz)"
+)
+_PLACE_NAME: Final = r"[A-Z][\w.'’-]*"
+#: A street address, one value from its number to its postcode ("220 Birch Ave, Apt 3, Beaverton,
+#: OR 97005"; "Hauptstraße 5, 10115 Berlin"): its parts are not names and numbers of their own.
+STREET_ADDRESS: Final = re.compile(
+    rf"\b\d{{1,6}}[A-Za-z]?\s+(?:{_PLACE_NAME}\s+){{0,3}}{_STREET}\b\.?"
+    rf"(?:,?\s+(?:Suite|Ste|Apt|Unit|Floor|Fl|Room|#)\.?\s*[\w-]+)?"
+    rf"(?:,\s*{_PLACE_NAME}(?:\s+{_PLACE_NAME}){{0,2}})?(?:,?\s+[A-Z]{{2}}\b)?(?:,?\s+\d{{4,5}}(?:-\d{{4}})?\b)?"
+    rf"|\b{_PLACE_NAME}(?:stra(?:ß|ss)e|weg|gasse|platz|allee|straat|laan|gade|vej)\s+\d{{1,4}}[a-z]?\b"
+    rf"(?:,\s*\d{{4,5}}\s+{_PLACE_NAME})?"
 )
 _NUMBER_UNIT: Final = re.compile(r"^[$€£+]?\d[\d,.]*%?\s*(?:(?:a|an|per|of)\s+)?(?P<unit>[a-z]+)?", _I)
 _WORD_NUMBER: Final = re.compile(
@@ -659,7 +669,7 @@ _WORD_NUMBER: Final = re.compile(
 )
 #: Words of a subject that only name the slot its value fills ("launch date", "Tom's email
 #: address", "Maria's phone number"): the value's shape says the same, so they are not compared.
-_SLOT_WORDS: Final[dict[str, frozenset[str]]] = {
+SLOT_WORDS: Final[dict[str, frozenset[str]]] = {
     "when": key_terms("date time day deadline schedule timing"),
     "phone": key_terms("phone number mobile cell telephone tel contact"),
     "email": key_terms("email e-mail mail address contact"),
@@ -687,7 +697,7 @@ def value_shape(value: str) -> str:
         return "phone"
     if _MONEY.match(text):
         return "money"
-    if _ADDRESS.match(text):
+    if STREET_ADDRESS.match(text):
         return "address"
     number = _NUMBER_UNIT.match(text) or _WORD_NUMBER.match(text)
     if kind == "number" and number is not None:
@@ -712,7 +722,7 @@ def _family(attribute: str) -> str:
 def core_terms(fact: Fact) -> frozenset[str]:
     """The subject's stemmed terms without the words that name the value's slot or say it is new."""
     terms = key_terms(fact.subject)
-    core = terms - _NOISE_WORDS - _SLOT_WORDS.get(_slot_class(value_shape(fact.value)), frozenset())
+    core = terms - _NOISE_WORDS - SLOT_WORDS.get(_slot_class(value_shape(fact.value)), frozenset())
     return core or terms
 
 

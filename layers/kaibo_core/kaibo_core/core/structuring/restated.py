@@ -29,11 +29,11 @@ from typing import Final, Literal
 
 from kaibo_core.core.structuring.classify import FALLBACK_EPISODE, classify, statement_of_text
 from kaibo_core.core.structuring.drafts import CandidateMemory, Meaning
-from kaibo_core.core.structuring.facts import history
+from kaibo_core.core.structuring.facts import SLOT_WORDS, STREET_ADDRESS, history
 from kaibo_core.core.structuring.statements import Statement, split_statements
 from kaibo_core.core.text import analyze
 
-ValueKind = Literal["date", "time", "amount", "number", "email", "url", "phone", "name", "code"]
+ValueKind = Literal["date", "time", "amount", "number", "email", "url", "phone", "address", "name", "code"]
 Values = frozenset[tuple[ValueKind, str]]
 
 _MONTH: Final = (
@@ -45,6 +45,7 @@ _WEEKDAY: Final = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 _VALUE_PATTERNS: Final[tuple[tuple[ValueKind, re.Pattern[str]], ...]] = (
     ("email", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")),
     ("url", re.compile(r"\b(?:https?://|www\.)\S+|\b[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|app)\b")),
+    ("address", STREET_ADDRESS),
     (
         "date",
         re.compile(
@@ -81,6 +82,7 @@ _VALUE_PATTERNS: Final[tuple[tuple[ValueKind, re.Pattern[str]], ...]] = (
 )
 _WORD: Final = re.compile(r"[\w'’-]+|[^\w\s]")
 _POSSESSIVE: Final = re.compile(r"\b(my|our|his|her|their|your)\b", re.IGNORECASE)
+_POSSESSIVE_END: Final = re.compile(r"['’]s$")
 _UPPER: Final = "A-ZÀ-ÖØ-Þ"
 _LOWER: Final = "a-zß-öø-ÿ"
 _CAPITALIZED_WORD: Final = rf"[{_UPPER}][{_LOWER}'’-]*[{_LOWER}]"
@@ -106,7 +108,7 @@ _NOT_NAMES: Final = frozenset(_OPENERS.split())
 _CUE_WORDS: Final = frozenset(
     analyze(
         "now new newly current currently updated update actually sorry correction scratch instead "
-        "going forward anymore longer today starting effective latest revised"
+        "going forward anymore longer today starting effective latest revised reminder fyi"
     )
 )
 
@@ -118,6 +120,17 @@ _SOLE_ROLES: Final = frozenset(
         "on-call primary rep representative coordinator organizer host chair"
     )
 )
+#: Words that name a kind of value ("Grandma's address: …" and "… 220 Birch Ave"): a statement
+#: holding a value of that kind says the word in its own way (the fact rules' slot words).
+_KIND_WORDS: Final[dict[ValueKind, frozenset[str]]] = {
+    "date": SLOT_WORDS["when"],
+    "time": SLOT_WORDS["when"],
+    "amount": SLOT_WORDS["money"],
+    "phone": SLOT_WORDS["phone"],
+    "email": SLOT_WORDS["email"],
+    "url": SLOT_WORDS["url"],
+    "address": SLOT_WORDS["address"],
+}
 #: Memory types that hold a value a later statement can replace (episodes tell what happened).
 VALUE_TYPES: Final = frozenset({"fact", "decision", "preference", "task"})
 _FIRST_PERSON: Final = re.compile(r"\b(i|i'm|i’m|my|me|we|our|us)\b", re.IGNORECASE)
@@ -133,6 +146,9 @@ _PAST: Final = re.compile(
 MIN_TOPIC_SHARE: Final = 0.75
 #: At least this many topic words in common (names included).
 MIN_TOPIC_WORDS: Final = 2
+#: Topic words and shared identifiers that make two statements about one thing (``_anchored``).
+ANCHORED_WORDS: Final = 2
+_IDENTIFIERS: Final = frozenset({"name", "code", "url", "email", "address"})
 #: With recall by meaning on, two statements at least this close (all-MiniLM-L6-v2's cosine) share
 #: their topic whatever their words; tuned on tests/data/structuring_tuning_blind.json only
 #: (docs/performance-structuring.md, session 13).
@@ -151,6 +167,13 @@ class Reading:
     pairs: frozenset[tuple[str, str]] = frozenset()
     #: A capitalized first word ("Headcount", "Ana"): a name unless the other statement has it in lower case.
     opening: str | None = None
+    #: Names written as owners ("Acme's contract"); among the values without their "'s" ("acme").
+    owners: frozenset[str] = frozenset()
+    #: Topic words it holds only because its values say them (``_with_kind_words``): no subject.
+    said: frozenset[str] = frozenset()
+    #: The stems of the first topic word, where a statement usually names its subject ("board" of
+    #: "Q2 board deck is due …").
+    lead: frozenset[str] = frozenset()
 
     def words(self, kinds: Collection[str] | None = None) -> frozenset[str]:
         """What the statement is about: its topic words, and the stemmed words of its opening and
@@ -161,6 +184,14 @@ class Reading:
 
 def _normal(value: str) -> str:
     return re.sub(r"[\s,.]+", " ", value.lower()).strip()
+
+
+def _name(words: str) -> tuple[str, bool]:
+    """A name as a value, without its possessive ("Lily's dose" and "Lily is …" name one person),
+    and whether it was written as an owner."""
+    name = _normal(words)
+    bare = _POSSESSIVE_END.sub("", name)
+    return bare, bare != name
 
 
 def read(text: str) -> Reading:
@@ -176,14 +207,28 @@ def read(text: str) -> Reading:
     if first is not None and first.group(1).lower() not in _NOT_NAMES:
         opening = first.group(1)
         rest = rest[first.end() :]
+    owners: set[str] = set()
     for match in _CAPITALIZED.finditer(rest):
         words = [w for w in match.group(0).split() if w.lower() not in _NOT_NAMES]
         if words:
-            values.add(("name", _normal(" ".join(words))))
+            name, owner = _name(" ".join(words))
+            values.add(("name", name))
+            if owner:
+                owners.add(name)
             rest = rest.replace(match.group(0), " , ", 1)
     topic = frozenset(analyze(rest)) - _CUE_WORDS
     holders = frozenset(m.lower() for m in _POSSESSIVE.findall(text))
-    return Reading(topic, frozenset(values), holders, _pairs(rest), opening)
+    return Reading(
+        topic, frozenset(values), holders, _pairs(rest), opening, frozenset(owners), lead=_lead(rest)
+    )
+
+
+def _lead(text: str) -> frozenset[str]:
+    for word in _WORD.findall(text):
+        stems = frozenset(analyze(word)) - _CUE_WORDS
+        if stems:
+            return stems
+    return frozenset()
 
 
 def _pairs(text: str) -> frozenset[tuple[str, str]]:
@@ -199,13 +244,38 @@ def _settle_opening(reading: Reading, other: Reading) -> Reading:
     terms = frozenset(analyze(reading.opening))
     same_opening = other.opening is not None and other.opening.lower() == reading.opening.lower()
     if terms & other.topic or not terms or same_opening:
-        return replace(reading, topic=reading.topic | terms, opening=None)
-    return replace(reading, values=reading.values | {("name", _normal(reading.opening))}, opening=None)
+        return replace(reading, topic=reading.topic | terms, opening=None, lead=terms or reading.lead)
+    name, owner = _name(reading.opening)
+    owners = reading.owners | {name} if owner else reading.owners
+    return replace(reading, values=reading.values | {("name", name)}, opening=None, owners=owners)
 
 
 def settle_openings(new: Reading, old: Reading) -> tuple[Reading, Reading]:
-    """Both readings with their opening words settled against each other's originals."""
-    return _settle_opening(new, old), _settle_opening(old, new)
+    """Both readings with their opening words settled against each other's originals, and each
+    one's topic holding the other's words that name a kind of its own values."""
+    new, old = _settle_opening(new, old), _settle_opening(old, new)
+    new, old = _one_address(new, old), _one_address(old, new)
+    return _with_kind_words(new, old), _with_kind_words(old, new)
+
+
+def _one_address(reading: Reading, other: Reading) -> Reading:
+    """``reading`` with an address written in more detail than one of ``other`` ("12 Oak St, Apt 4,
+    Springfield" and "12 Oak St, Apt 4") as the other writes it: one address, not one replaced."""
+    theirs = [value for kind, value in other.values if kind == "address"]
+    values = set(reading.values)
+    for kind, value in reading.values:
+        shorter = next((v for v in theirs if kind == "address" and value.startswith(f"{v} ")), None)
+        if shorter is not None:
+            values = (values - {(kind, value)}) | {(kind, shorter)}
+    return replace(reading, values=frozenset(values)) if values != reading.values else reading
+
+
+def _with_kind_words(reading: Reading, other: Reading) -> Reading:
+    """``reading`` with the words of ``other`` that name a kind of value it holds ("address" for
+    its street address, "phone" for its phone number)."""
+    named = frozenset().union(*(_KIND_WORDS.get(kind, frozenset()) for kind, _ in reading.values))
+    words = (other.topic & named) - reading.topic
+    return replace(reading, topic=reading.topic | words, said=reading.said | words) if words else reading
 
 
 def replaces_value(new: Reading, old: Reading, same_meaning: bool = False) -> bool:
@@ -248,11 +318,7 @@ def _owner_dropped(new: Reading, old: Reading, slot: str) -> bool:
     if slot == "name":
         return False
     words = new.words()
-    return any(
-        not frozenset(analyze(value)) & words
-        for kind, value in old.values
-        if kind == "name" and value.endswith(("'s", "’s"))
-    )
+    return any(not frozenset(analyze(owner)) & words for owner in old.owners)
 
 
 TopicVerdict = Literal["same", "other", "unknown"]
@@ -267,9 +333,10 @@ def topic_verdict(new: Reading, old: Reading) -> TopicVerdict:
     shared = old.topic & new.topic
     names = {v for k, v in old.values & new.values if k == "name"}
     lost, gained = old.topic - new.topic, new.topic - old.topic
-    if len(old.topic) <= 1 and gained:
+    own = old.topic - old.said  # "Staging: https://…" names no subject, whatever "URL" its value says
+    if len(own) <= 1 and gained:
         beside = any((a in shared and b in gained) or (a in gained and b in shared) for a, b in new.pairs)
-        if not old.topic or len(new.topic) <= 2 or beside:
+        if not own or len(new.topic) <= 2 or beside:
             return "other"  # "the demo" vs "the demo prep", "the kickoff" vs "the retro"
         return "unknown"  # one word against a statement in other words: too little to tell
     if narrower(new, old):
@@ -277,7 +344,7 @@ def topic_verdict(new: Reading, old: Reading) -> TopicVerdict:
     if len(shared) + len(names) < MIN_TOPIC_WORDS and not (old.topic and old.topic <= new.topic):
         if shared and len(lost) == 1 and len(gained) == 1:
             return "other"  # "the Q3 report" vs "the Q3 budget": the one word that differs is the subject
-        return "unknown"
+        return _anchored(new, old)
     if not lost:
         return "same"
     if len(lost) == 1:
@@ -285,6 +352,29 @@ def topic_verdict(new: Reading, old: Reading) -> TopicVerdict:
             return "same"
         if len(gained) == 1:
             return "other"  # one word swapped for one other: another scope
+    return _anchored(new, old)
+
+
+def _anchored(new: Reading, old: Reading) -> TopicVerdict:
+    """``same`` when the two statements share a word of their topic and an identifier (a name, a
+    code, an address, a number of three digits or more: "invoice 4471", "the Q1 VAT return",
+    "Dr. Okafor's office"), the later one keeps the earlier one's first topic word (where it names
+    its subject: "Q2 board deck" and "Investor letter for Q2" are two things) and no word beside a
+    shared one was swapped; else ``unknown``."""
+    if old.lead and not old.lead & new.words():
+        return "unknown"
+    anchors = [
+        value
+        for kind, value in old.values & new.values
+        if kind in _IDENTIFIERS or (kind == "number" and sum(c.isdigit() for c in value) >= 3)
+    ]
+    shared = old.topic & new.topic
+    if len(shared) < ANCHORED_WORDS and old.topic - new.topic and new.topic - old.topic:
+        return (
+            "unknown"  # "Invoice 4471 totals …" and "Invoice 4471 deposit paid: …": one word is the attribute
+        )
+    if anchors and shared and not swapped_word(new, old):
+        return "same"
     return "unknown"
 
 
@@ -391,3 +481,20 @@ def restated_candidates(
         if replaces_value(new, read(old_statement.text), same_meaning):
             found.append(candidate)
     return found
+
+
+def names_of(text: str) -> frozenset[str]:
+    """The names a statement gives (its capitalized words, not its opening word)."""
+    return frozenset(value for kind, value in read(text).values if kind == "name")
+
+
+def event_names(statements: Iterable[Statement]) -> str:
+    """The names an event's statements give, opening words included, once each: the search of a
+    statement that names no one borrows them ("Grandma's all moved in! 220 Birch Ave, …")."""
+    found: dict[str, None] = {}
+    for statement in statements:
+        reading = read(statement.text)
+        for name in [reading.opening or "", *(v for k, v in reading.values if k == "name")]:
+            if name and name.lower() not in _NOT_NAMES:
+                found[_name(name)[0]] = None
+    return " ".join(found)
