@@ -145,14 +145,6 @@ def test_a_street_address_is_one_value_not_names_and_numbers(text: str, address:
     assert not {value for kind, value in values if kind == "name"} - {"send"}  # "Send" opens the sentence
 
 
-def test_a_statement_that_leaves_its_subject_to_another_sentence_is_searched_with_its_names() -> None:
-    grandma = "Grandma's address: 14 Elm Street, Portland, OR 97205."
-    moved = structured_links("Grandma's all moved in! 220 Birch Ave, Apt 3, Beaverton, OR 97005.", grandma)
-    assert [(link.kind, link.memory_id) for link in moved] == [("supersedes", "mem_old0")]
-    # Another person's move finds nothing of Grandma's to replace.
-    assert structured_links("Uncle Bob moved! 220 Birch Ave, Apt 3, Beaverton, OR 97005.", grandma) == []
-
-
 def test_an_update_to_a_version_numbered_subject_is_read_as_one_statement() -> None:
     """ "4.2 code freeze …" starts with a number and a dot, but it is not a numbered list."""
     found = structured_links(

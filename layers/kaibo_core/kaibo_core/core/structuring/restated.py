@@ -481,20 +481,3 @@ def restated_candidates(
         if replaces_value(new, read(old_statement.text), same_meaning):
             found.append(candidate)
     return found
-
-
-def names_of(text: str) -> frozenset[str]:
-    """The names a statement gives (its capitalized words, not its opening word)."""
-    return frozenset(value for kind, value in read(text).values if kind == "name")
-
-
-def event_names(statements: Iterable[Statement]) -> str:
-    """The names an event's statements give, opening words included, once each: the search of a
-    statement that names no one borrows them ("Grandma's all moved in! 220 Birch Ave, …")."""
-    found: dict[str, None] = {}
-    for statement in statements:
-        reading = read(statement.text)
-        for name in [reading.opening or "", *(v for k, v in reading.values if k == "name")]:
-            if name and name.lower() not in _NOT_NAMES:
-                found[_name(name)[0]] = None
-    return " ".join(found)

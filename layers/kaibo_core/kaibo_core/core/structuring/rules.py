@@ -39,7 +39,7 @@ from kaibo_core.core.structuring.drafts import (
     MemoryDraft,
 )
 from kaibo_core.core.structuring.facts import additive, history
-from kaibo_core.core.structuring.restated import event_names, has_value, names_of, restated_candidates
+from kaibo_core.core.structuring.restated import has_value, restated_candidates
 from kaibo_core.core.structuring.statements import Statement, split_statements
 
 #: Confidence of the one draft of a tool call, file or commit, and of an overflow episode.
@@ -62,15 +62,6 @@ class _Plan:
     #: Consecutive plain episode statements, kept together as one memory (see ``flush_episodes``).
     episodes: list[tuple[Statement, str, float]] = field(default_factory=list)
     occurred_at: str = ""
-    #: The event's statements (a statement may leave its subject to another one: "Grandma's all
-    #: moved in! 220 Birch Ave, …"), and the names they give, read once when first asked for.
-    statements: tuple[Statement, ...] = ()
-    given_names: str | None = None
-
-    def names(self) -> str:
-        if self.given_names is None:
-            self.given_names = event_names(self.statements)
-        return self.given_names
 
     def flush_episodes(self) -> None:
         """One episode for a run of consecutive narrative statements: a story told in three
@@ -143,7 +134,6 @@ class RuleStructurer:
         today = local_date(event.occurred_at, event.time_zone)
         split = split_statements(text)
         plan.occurred_at = event.occurred_at
-        plan.statements = split.statements
         search = _searched_once(search)
         for statement in split.statements:
             if plan.full:
@@ -264,8 +254,7 @@ class RuleStructurer:
         text = resolve_dates(statement.text, today).text
         if not has_value(text):
             return ()  # nothing to replace another memory's value with: no search
-        query = statement.text if names_of(text) else f"{statement.text} {plan.names()}".strip()
-        candidates = [c for c in search(query) if c.memory_id not in plan.linked]
+        candidates = [c for c in search(statement.text) if c.memory_id not in plan.linked]
         found = restated_candidates(text, statement.speaker, event.stream, candidates, self._meaning)
         return plan.links_for("supersedes", [candidate.memory_id for candidate in found])
 
