@@ -224,6 +224,7 @@ def read(text: str) -> Reading:
 
 
 def _lead(text: str) -> frozenset[str]:
+    """The stems of the first word of ``text`` that is not a cue word (``Reading.lead``)."""
     for word in _WORD.findall(text):
         stems = frozenset(analyze(word)) - _CUE_WORDS
         if stems:
@@ -262,12 +263,16 @@ def _one_address(reading: Reading, other: Reading) -> Reading:
     """``reading`` with an address written in more detail than one of ``other`` ("12 Oak St, Apt 4,
     Springfield" and "12 Oak St, Apt 4") as the other writes it: one address, not one replaced."""
     theirs = [value for kind, value in other.values if kind == "address"]
-    values = set(reading.values)
-    for kind, value in reading.values:
-        shorter = next((v for v in theirs if kind == "address" and value.startswith(f"{v} ")), None)
-        if shorter is not None:
-            values = (values - {(kind, value)}) | {(kind, shorter)}
-    return replace(reading, values=frozenset(values)) if values != reading.values else reading
+    detailed: dict[tuple[ValueKind, str], tuple[ValueKind, str]] = {
+        ("address", value): ("address", shorter)
+        for kind, value in reading.values
+        if kind == "address"
+        for shorter in theirs
+        if value.startswith(f"{shorter} ")
+    }
+    if not detailed:
+        return reading
+    return replace(reading, values=frozenset(detailed.get(value, value) for value in reading.values))
 
 
 def _with_kind_words(reading: Reading, other: Reading) -> Reading:
@@ -363,16 +368,15 @@ def _anchored(new: Reading, old: Reading) -> TopicVerdict:
     shared one was swapped; else ``unknown``."""
     if old.lead and not old.lead & new.words():
         return "unknown"
+    shared = old.topic & new.topic
+    if len(shared) < ANCHORED_WORDS and old.topic - new.topic and new.topic - old.topic:
+        # "Invoice 4471 totals …" and "Invoice 4471 deposit paid: …": the word that differs is the attribute
+        return "unknown"
     anchors = [
         value
         for kind, value in old.values & new.values
         if kind in _IDENTIFIERS or (kind == "number" and sum(c.isdigit() for c in value) >= 3)
     ]
-    shared = old.topic & new.topic
-    if len(shared) < ANCHORED_WORDS and old.topic - new.topic and new.topic - old.topic:
-        return (
-            "unknown"  # "Invoice 4471 totals …" and "Invoice 4471 deposit paid: …": one word is the attribute
-        )
     if anchors and shared and not swapped_word(new, old):
         return "same"
     return "unknown"

@@ -78,9 +78,8 @@ _FILLER: Final = re.compile(
     re.IGNORECASE,
 )
 _BULLET: Final = re.compile(r"^\s*(?:[-*•>]+|\d{1,3}[.)])\s+")
-_NUMBERED_LINE: Final = re.compile(
-    r"^\s*(?:\d{1,3}(?:\.(?!\d)|\))|step\s+\d{1,3}\b)", re.IGNORECASE
-)  # "1." not "4.2"
+#: "1." or "1)" starts a list item; "4.2" (a version) does not.
+_NUMBERED_LINE: Final = re.compile(r"^\s*(?:\d{1,3}(?:\.(?!\d)|\))|step\s+\d{1,3}\b)", re.IGNORECASE)
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|;\s+")
 _ABBREVIATION: Final = re.compile(
     r"(?:\b(?:e\.g|i\.e|etc|vs|dr|mr|mrs|ms|st|no|approx|a\.m|p\.m|inc|ltd|jr|sr|fig|cf)\.|\b[A-Z]\.)$",
