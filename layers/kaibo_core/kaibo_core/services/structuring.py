@@ -61,6 +61,8 @@ MAX_CHAIN_HOPS: Final = 32
 #: Postings read per term when searching for candidates (the strongest first).
 CANDIDATE_POSTINGS_PER_TERM: Final = 50
 CANDIDATE_QUERY_TERMS: Final = 16
+#: Ranked postings a search may read memory items for: room for some that are no longer current.
+CANDIDATES_READ: Final = MAX_CANDIDATES * 2
 #: Candidates are current in any time: 9999-12-31.
 _FAR_FUTURE_MS: Final = 253_402_300_799_000
 
@@ -149,26 +151,37 @@ class CandidateFinder:
         ranked, _ = score_postings(
             {r.term: r.postings for r in reads}, weights, corpus, RecallFilters(as_of_ms=_FAR_FUTURE_MS)
         )
-        top = [c for c in ranked if c.memory_id not in exclude][: MAX_CANDIDATES * 2]
-        found = self._memories.get_many(project, [c.memory_id for c in top])
-        candidates = []
-        for c in top:
-            memory = found.get(c.memory_id)
-            if memory is None or memory.status != "active" or memory.content is None:
-                continue
-            candidates.append(
-                CandidateMemory(
-                    memory_id=memory.id,
-                    type=memory.type,
-                    content=memory.content,
-                    valid_from=memory.valid_from,
-                    stream=memory.stream,
-                    subject=memory.subject,
-                    score=c.score,
-                    vector=self._vector(memory),
-                )
+        top = [c for c in ranked if c.memory_id not in exclude][:CANDIDATES_READ]
+        candidates: list[CandidateMemory] = []
+        read = 0
+        # In waves: the best MAX_CANDIDATES first, then only as many more as were not current. Most
+        # postings on the current side are of active memories, so one wave usually does: half the
+        # items (and read units) of reading CANDIDATES_READ at once, for the same candidates.
+        while read < len(top) and len(candidates) < MAX_CANDIDATES:
+            wave = top[read : read + MAX_CANDIDATES - len(candidates)]
+            read += len(wave)
+            found = self._memories.get_many(project, [c.memory_id for c in wave])
+            candidates.extend(
+                candidate
+                for c in wave
+                if (candidate := self._candidate(found.get(c.memory_id), c.score)) is not None
             )
-        return candidates[:MAX_CANDIDATES]
+        return candidates
+
+    def _candidate(self, memory: MemoryRecord | None, score: float) -> CandidateMemory | None:
+        """A current memory as a candidate; None for one retired, purged or gone since its posting."""
+        if memory is None or memory.status != "active" or memory.content is None:
+            return None
+        return CandidateMemory(
+            memory_id=memory.id,
+            type=memory.type,
+            content=memory.content,
+            valid_from=memory.valid_from,
+            stream=memory.stream,
+            subject=memory.subject,
+            score=score,
+            vector=self._vector(memory),
+        )
 
     def _vector(self, memory: MemoryRecord) -> str | None:
         placement = memory.semantic
