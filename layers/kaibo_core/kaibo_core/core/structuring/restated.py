@@ -103,7 +103,7 @@ _OPENERS: Final = (
     "september october november december scratch sorry heads up reminder going starting from as "
     "of effective"
 )
-_NOT_NAMES: Final = frozenset(_OPENERS.split())
+NOT_NAMES: Final = frozenset(_OPENERS.split())
 #: Words that say *that* something changed, not *what* it is about: no part of the topic.
 _CUE_WORDS: Final = frozenset(
     analyze(
@@ -204,12 +204,12 @@ def read(text: str) -> Reading:
         rest = pattern.sub(" , ", rest)
     opening = None
     first = _FIRST_WORD.match(rest)
-    if first is not None and first.group(1).lower() not in _NOT_NAMES:
+    if first is not None and first.group(1).lower() not in NOT_NAMES:
         opening = first.group(1)
         rest = rest[first.end() :]
     owners: set[str] = set()
     for match in _CAPITALIZED.finditer(rest):
-        words = [w for w in match.group(0).split() if w.lower() not in _NOT_NAMES]
+        words = [w for w in match.group(0).split() if w.lower() not in NOT_NAMES]
         if words:
             name, owner = _name(" ".join(words))
             values.add(("name", name))

@@ -1,0 +1,207 @@
+"""A preference or standing instruction given again with another choice, in words of its own:
+"I take my coffee with oat milk, no sugar." … "Black coffee for me these days, no milk at all."
+(docs/structuring-rules.md, "Choices restated").
+
+Such statements hold no value (no date, number or name) for the restatement reading
+(``restated``) to compare, and no change word for the change rules. What they share is the thing
+the choice is about ("coffee"), and what differs is the choice itself ("oat milk" → "black"). A
+later statement retires an earlier one when:
+
+- the later one **states a choice**, not a liking: "prefer", "rather", "instead", "please",
+  "… only", "from here on", "whenever possible", "anymore", two of "for me", "these days",
+  "nowadays" (one is common in chat: "Writing has been such a blessing for me"), or an
+  instruction about the speaker's own things ("Put my meetings after lunch", "Reply to me in …").
+  Liking is not exclusive: "I love hiking" and, later, "I love climbing" are both true;
+- the earlier one **holds a choice**: a preference, a choice as above, an instruction about the
+  speaker's own things, or a habit ("I take my coffee with …", "Ops team wants …"); not a plain
+  fact or a remark in passing;
+- both are **one holder's**: the speaker's own (first person, an instruction, a bare label such
+  as "Deploy notifications: Slack DM only"), or one named person's ("Aria prefers window seats"
+  and "Aria: aisle seats from here on please, my knee …"); a statement about its listener
+  ("Thanks for sharing your love for …") is no one's;
+- they **share a topic word** (what the choice is about), each has a word the other lacks (the
+  choice replaced), and the later one does not narrow the topic: a word of its own before a
+  shared one ("the design review meetings" is a narrower thing than "my meetings").
+
+Pure: no I/O. The statement guards (questions, hedges, proposals, reported speech, history,
+"also") are checked by the caller before this runs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final
+
+from kaibo_core.core.structuring.classify import classify, statement_of_text
+from kaibo_core.core.structuring.drafts import CandidateMemory
+from kaibo_core.core.structuring.facts import history
+from kaibo_core.core.structuring.restated import (
+    NOT_NAMES,
+    Reading,
+    is_attachment,
+    past,
+    read,
+    replaceable,
+)
+from kaibo_core.core.structuring.statements import Statement
+from kaibo_core.core.text import analyze
+
+#: Words that state a choice rather than a liking, or that it holds from now on.
+_CHOICE: Final = re.compile(
+    r"\b(?:prefers?|preferred|rather|instead(?!\s+of)|from\s+(?:here|now)\s+on|going\s+forward|whenever\s+possible"
+    r"|any\s?more)\b|\bplease\b(?!\s+(?:let|tell|keep)\b)|\bonly\s*[.!]?$",
+    re.IGNORECASE,
+)
+#: Words that may say so, but two are needed: "Black coffee for me these days" (one is common in chat:
+#: "Writing has been such a blessing for me").
+_WEAK_CHOICE: Final = re.compile(r"\bfor\s+(?:me|us)\b|\bthese\s+days\b|\bnowadays\b", re.IGNORECASE)
+#: An instruction about the speaker's own things: "Put my meetings after lunch", "Reply to me in …".
+_OWN_INSTRUCTION: Final = re.compile(
+    r"^(?:please\s+)?(?:send|put|book|reply|answer|notify|email|call|text|schedule|give|keep|use|set|order"
+    r"|bring|serve|seat|cc|ping|write|route|forward|address)\s+(?:(?:me|us|my|our)\b|[^,.;]{0,40}?\b(?:to|for)"
+    r"\s+(?:me|us)\b)",
+    re.IGNORECASE,
+)
+#: A standing habit told in the first person: "I take my coffee with oat milk".
+_HABIT: Final = re.compile(
+    r"^(?:[Ii]|[Ww]e|[A-Z][\w'’-]*(?:\s+[a-zA-Z][\w'’-]*)?)\s+(?:always\s+|usually\s+|normally\s+|only\s+)?"
+    r"(?:takes?|drinks?|eats?|uses?|wears?|sits?|wants?|goes\s+with|go\s+with)\b"
+)
+_APOSTROPHE: Final = re.compile(r"['’]")
+_SECOND_PERSON: Final = re.compile(r"\b(?:you|your|yours)\b", re.IGNORECASE)
+_FIRST_PERSON: Final = re.compile(r"\b(?:i|i'm|i’m|i'd|i’d|my|me|we|our|us)\b", re.IGNORECASE)
+#: A name at the start of a statement, before a word in lower case: "Aria prefers", "Ops team wants".
+_LEADING_NAME: Final = re.compile(r"^([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)\s+[a-z]")
+#: Words about the choosing, not about what is chosen.
+_STANCE_WORDS: Final = frozenset(
+    analyze(
+        "prefer prefers preferred like likes love loves enjoy want wants rather please pls only instead "
+        "days nowadays forward going whenever possible anymore again now no not ideally really actually "
+        "sorry update fyi currently new"
+    )
+)
+#: Verbs too common to tell what two statements are about.
+_GENERIC: Final = frozenset(
+    analyze("get gets put puts make makes use uses go goes need needs take takes keep")
+)
+
+Holder = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """A statement read as a choice: whose it is, and its words (stemmed, the choosing left out)."""
+
+    holder: Holder
+    words: frozenset[str]
+    #: The holder's name, if a name ("aria"): a plain word when the other statement uses it so.
+    name: str | None
+    speaker: str = ""
+
+
+def states_choice(statement: Statement) -> bool:
+    """The statement states a choice (see the module docstring), not a liking or a plain fact."""
+    core = statement.core
+    return bool(_CHOICE.search(core) or _OWN_INSTRUCTION.match(core) or len(_WEAK_CHOICE.findall(core)) >= 2)
+
+
+def standing(statement: Statement) -> bool:
+    """The statement holds a choice that a later one can replace: a preference, a choice, an
+    instruction about the speaker's own things or a habit ("I take my coffee with …")."""
+    classification = classify(statement)
+    if classification is not None and classification.type == "preference":
+        return True
+    return states_choice(statement) or _HABIT.match(statement.core) is not None
+
+
+def read_choice(statement: Statement) -> Choice:
+    """Whose the statement is, and the words of what it chooses."""
+    speaker = (statement.speaker or "").lower()
+    text = statement.text
+    name = None
+    if not _FIRST_PERSON.search(text):
+        leading = _LEADING_NAME.match(text)
+        if leading is not None:
+            named = [w for w in leading.group(1).split() if _APOSTROPHE.split(w.lower())[0] not in NOT_NAMES]
+            name = " ".join(named).lower() or None
+    if name:
+        holder: Holder = ("name", name)
+    elif not _FIRST_PERSON.search(text) and _SECOND_PERSON.search(text):
+        holder = ("you", speaker)  # "Thanks for sharing your love for …": the listener's, not the speaker's
+    else:
+        holder = ("self", speaker)
+    reading = read(text)
+    words = frozenset(analyze(text)) | reading.topic
+    return Choice(holder, frozenset(words - _STANCE_WORDS), name, speaker)
+
+
+def _one_holder(new: Holder, old: Holder, same_stream: bool) -> bool:
+    """The two holders are one: the same speaker's own (in one stream when neither names a
+    speaker), one named person's, or a speaker's own and a statement naming that speaker. Whose
+    a statement to its listener ("your …") is cannot be told: no one's."""
+    if "you" in (new[0], old[0]):
+        return False
+    if new == old:
+        return same_stream or new[0] == "name" or bool(new[1])
+    names = {who for kind, who in (new, old) if kind == "name"}
+    speakers = {who for kind, who in (new, old) if kind == "self" and who}
+    return len(names) == 1 and names == speakers
+
+
+def _settled(choice: Choice, other: Choice) -> Holder:
+    """The holder of ``choice``, its leading name read as a plain word when the other statement
+    has it among its words in lower case ("Deploy notifications: …" and "… production deploys")."""
+    if choice.name is not None and frozenset(analyze(choice.name)) & (other.words - _name_words(other)):
+        return ("self", choice.speaker)
+    return choice.holder
+
+
+def _name_words(choice: Choice) -> frozenset[str]:
+    return frozenset(analyze(choice.name)) if choice.name else frozenset()
+
+
+def chooses_otherwise(new: Statement, old: Statement, same_stream: bool) -> bool:
+    """True when ``new`` gives ``old``'s choice again with another one (see the module docstring)."""
+    if not states_choice(new):
+        return False
+    new_choice, old_choice = read_choice(new), read_choice(old)
+    new_holder, old_holder = _settled(new_choice, old_choice), _settled(old_choice, new_choice)
+    if not _one_holder(new_holder, old_holder, same_stream):
+        return False
+    names = " ".join(who for kind, who in (new_holder, old_holder) if kind == "name")
+    holder_words = frozenset(analyze(names))
+    new_words, old_words = new_choice.words - holder_words, old_choice.words - holder_words
+    shared = new_words & old_words
+    if not shared - _GENERIC or not new_words - old_words or not old_words - new_words:
+        return False
+    return not _narrowed(read(new.text), read(old.text))
+
+
+def _narrowed(new: Reading, old: Reading) -> bool:
+    """``new`` puts a word of its own before a shared one where ``old`` had none ("my meetings" →
+    "the design review meetings": a narrower thing); a word swapped for another before a shared one
+    is the choice itself ("window seats" → "aisle seats")."""
+    shared = old.topic & new.topic - _STANCE_WORDS
+    gained = new.topic - old.topic - _GENERIC - _STANCE_WORDS
+    modified = {second for first, second in old.pairs if second in shared}
+    return any(first in gained and second in shared - modified for first, second in new.pairs)
+
+
+def preferred_candidates(
+    statement: Statement, stream: str, candidates: Iterable[CandidateMemory]
+) -> list[CandidateMemory]:
+    """The candidates whose choice ``statement`` gives again with another one."""
+    if not states_choice(statement) or past(statement.text):
+        return []
+    found = []
+    for candidate in candidates:
+        old = statement_of_text(candidate.content)
+        if not replaceable(candidate.type, old) or old.guarded or history(old) or past(old.text):
+            continue
+        if is_attachment(old.text) or not standing(old):
+            continue
+        if chooses_otherwise(statement, old, candidate.stream == stream):
+            found.append(candidate)
+    return found
