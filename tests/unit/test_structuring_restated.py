@@ -17,8 +17,10 @@ from kaibo_core.core.recall.conflicts import outdated
 from kaibo_core.core.recall.selection import Ranked
 from kaibo_core.core.structuring.completed import closed_tasks, reports_completion
 from kaibo_core.core.structuring.drafts import CandidateMemory, EventToStructure, Link, MemoryDraft
-from kaibo_core.core.structuring.restated import read, replaces_value, restated_candidates
+from kaibo_core.core.structuring.facts import additive
+from kaibo_core.core.structuring.restated import clauses, read, replaces_value, restated_candidates
 from kaibo_core.core.structuring.rules import RuleStructurer
+from kaibo_core.core.structuring.statements import split_statements
 from kaibo_core.core.text import analyze, query_terms
 
 AT = "2026-06-03T09:00:00.000Z"
@@ -386,3 +388,63 @@ def test_an_initial_after_a_name_is_part_of_the_name_not_a_topic_word() -> None:
     assert ("name", "tom r") in reading.values
     assert "r" not in reading.topic
     assert read("Tom R. is on call.").values >= {("name", "tom r")}
+
+
+@pytest.mark.parametrize(
+    ("text", "adds"),
+    [
+        ("The Berlin office has a second entrance on Linienstrasse.", True),
+        ("We're opening another office in Lisbon.", True),
+        ("I also like climbing.", True),
+        ("Summit budget raised to $65k to cover the second keynote.", False),  # one already known
+        ("The garage sale is the second Saturday of May.", False),
+    ],
+)
+def test_a_second_thing_adds_a_value_and_the_second_thing_does_not(text: str, adds: bool) -> None:
+    assert additive(split_statements(text).statements[0]) is adds
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (  # the update is one clause among others that bring values of their own
+            "Milo's vaccination: this Friday at 9:15.",
+            "Clinic rang — Milo's vaccination is Monday at 17:45, vet is out Friday.",
+        ),
+        ("Invoice #4471 to Globex totals $12,400.", "Sorry, typo above — invoice 4471 is $14,200."),
+    ],
+)
+def test_a_clause_that_restates_a_clause_with_one_value_replaced_is_an_update(old: str, new: str) -> None:
+    assert not restates(new, old)  # the whole statements differ in more than one thing
+    assert restated_candidates(new, None, "s", [candidate(old)])
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # the earlier clause says whose value it is, the later one does not name them
+        ("Acme's contract value is $120k ARR, renewal in November.", "Contract value $95k ARR, 2-year term."),
+        # a date's year is no clause of its own; "this week" alone is too little to tell
+        (
+            "Hey John, this week (week of August 21, 2023)'s been really busy for me.",
+            "This week (week of November 13, 2023) has been swamped with exams for me but I'm coping.",
+        ),
+        ("Crazy days at work; this week: August 21.", "Exams all month; this week: November 13."),
+    ],
+)
+def test_clauses_of_another_owner_or_too_short_to_tell_are_not_an_update(old: str, new: str) -> None:
+    assert not restated_candidates(new, None, "s", [candidate(old)])
+
+
+def test_a_sentence_splits_into_clauses_but_not_inside_an_address_or_a_date() -> None:
+    assert clauses("Clinic rang — Milo's vaccination is Monday at 17:45, vet is out Friday.") == [
+        "Clinic rang",
+        "Milo's vaccination is Monday at 17:45",
+        "vet is out Friday.",
+    ]
+    assert clauses("Grandma moved to 220 Birch Ave, Apt 3, Beaverton, OR 97005.") == [
+        "Grandma moved to 220 Birch Ave, Apt 3, Beaverton, OR 97005."
+    ]
+    assert clauses("The launch is on August 21, 2023 in Berlin.") == [
+        "The launch is on August 21, 2023 in Berlin."
+    ]

@@ -41,9 +41,11 @@ _HISTORY: Final = re.compile(
     r"|in\s+the\s+past|at\s+the\s+time|historically|when\s+we\s+(?:launched|started|began)|until\s+recently)\b",
     _I,
 )
-#: Words that add a value rather than replace one ("I also like climbing", "a second entrance").
+#: Words that add a value rather than replace one ("I also like climbing", "a second entrance"; not
+#: "the second keynote", one already known).
 _ADDITIVE: Final = re.compile(
-    r"\b(?:also|too|as\s+well|additionally|another|second|extra|alternatively|in\s+addition)\b", _I
+    r"\b(?:also|too|as\s+well|additionally|another|(?:a|one)\s+second|extra|alternatively|in\s+addition)\b",
+    _I,
 )
 _CUE: Final = re.compile(
     r"\b(?:now|these\s+days|nowadays|from\s+now\s+on|going\s+forward|this\s+time|instead|again|as\s+of"

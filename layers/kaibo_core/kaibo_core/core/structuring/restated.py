@@ -482,6 +482,49 @@ def restated_candidates(
             continue  # another speaker's value: a disagreement, not an update
         cosine = None if meaning is None else meaning(text, candidate)
         same_meaning = cosine is not None and cosine >= SAME_MEANING_COSINE
-        if replaces_value(new, read(old_statement.text), same_meaning):
+        if replaces_value(new, read(old_statement.text), same_meaning) or _clause_replaces(
+            text, old_statement.text
+        ):
             found.append(candidate)
     return found
+
+
+#: Where a sentence's clauses meet: a dash, a semicolon, a comma (not the one of a date's year:
+#: "August 21, 2023").
+_CLAUSE_BREAK: Final = re.compile(r"\s+[—–]\s+|;\s+|,\s+(?!\d)")
+#: A clause shorter than this is part of the one before it ("…, Apt 3, Beaverton, OR 97005", "…, 12:30").
+MIN_CLAUSE_WORDS: Final = 3
+
+
+def clauses(text: str) -> list[str]:
+    """The clauses of one statement: "Clinic rang — Milo's vaccination is Monday at 17:45, vet is out
+    Friday" → three; short parts stay with the clause before them."""
+    parts: list[str] = []
+    for part in _CLAUSE_BREAK.split(text):
+        if parts and len(part.split()) < MIN_CLAUSE_WORDS:
+            parts[-1] = f"{parts[-1]}, {part}"
+        else:
+            parts.append(part)
+    return parts
+
+
+def _clause_replaces(new: str, old: str) -> bool:
+    """One clause of ``new`` restates one clause of ``old`` with one value replaced, by their words
+    (the other clauses bring values and words of their own: "Misread the itinerary, Mia gets in at
+    8:40pm Saturday" for "Mia's flight lands at 6:40pm on Saturday, I'll pick her up")."""
+    new_clauses, old_clauses = clauses(new), clauses(old)
+    if len(new_clauses) == 1 and len(old_clauses) == 1:
+        return False
+    return any(has_value(n) and _restates_clause(read(n), read(o)) for n in new_clauses for o in old_clauses)
+
+
+def _restates_clause(new: Reading, old: Reading) -> bool:
+    """``replaces_value`` for two clauses, and the later one names whoever the earlier one says the
+    value is of ("Acme's contract value is $120k ARR" → "Contract value $95k ARR": perhaps another
+    client's; the whole statements would have told more)."""
+    settled_new, settled_old = settle_openings(new, old)
+    shared = settled_old.topic & settled_new.topic
+    anchors = {value for kind, value in settled_old.values & settled_new.values if kind != "date"}
+    if len(shared) + len(anchors) < MIN_TOPIC_WORDS:
+        return False  # "this week (…)": a clause too short to tell one thing from another
+    return replaces_value(new, old) and not _owner_dropped(settled_new, settled_old, "")
