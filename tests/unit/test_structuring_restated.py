@@ -382,6 +382,15 @@ def test_the_structurer_closes_an_open_task_reported_done_in_other_words() -> No
     assert [(link.kind, link.memory_id) for link in found] == [("supersedes", "mem_old0")]
 
 
+def test_a_report_also_read_as_a_change_that_retires_nothing_still_closes_its_task() -> None:
+    # "1099-NECs filed for … via Track1099" also reads as a conflict of facts, which finds no fact
+    found = structured_links(
+        "1099-NECs filed for all four contractors via Track1099.",
+        "We still have to file 1099-NECs for the four contractors.",
+    )
+    assert [(link.kind, link.memory_id) for link in found] == [("supersedes", "mem_old0")]
+
+
 def test_an_initial_after_a_name_is_part_of_the_name_not_a_topic_word() -> None:
     # "Tom R." and "Tom S." are two people; the initial is no word of what the statement is about.
     reading = read("On call this week for payments: Tom R.")

@@ -185,11 +185,9 @@ class RuleStructurer:
             )
             return
         retired = self._retired(change, search, today, content, plan)
-        if (
-            not retired
-            and change.kind == "task_done"
-            and self._task_closed(event, statement, today, search, plan)
-        ):
+        # A change that retires nothing may still report a task done in words of its own ("Stripe
+        # keys rotated and the old ones revoked at 16:20 UTC" also reads as a conflict of facts).
+        if not retired and self._task_closed(event, statement, today, search, plan):
             return
         main_type, confidence = _change_type(change, classification)
         fact_text = rewritten_fact(change, retired, today)
