@@ -162,6 +162,7 @@ def test_fillers_and_correction_cues_are_taken_off_the_core(text: str, core: str
         ("Alice will write the migration script.", "task"),
         ("TODO: update the onboarding guide.", "task"),
         ("Send the invoice to Acme by June 5.", "task"),
+        ("Open item from the security review: rotate the Stripe API keys.", "task"),  # a label, then one
         ("We need to renew the certificate.", "task"),
         ("Can you send me the report?", "task"),
         ("I prefer aisle seats.", "preference"),
@@ -180,6 +181,13 @@ def test_types(text: str, expected: str) -> None:
     assert classification is not None
     assert classification.type == expected
     assert 0.0 <= classification.confidence <= 1.0
+
+
+@pytest.mark.parametrize("text", ["Plumber: Marco, 07700 900123.", "Spare key: under the blue planter."])
+def test_a_value_after_a_label_is_no_instruction(text: str) -> None:
+    classification = classify(prepare(text))
+    assert classification is not None
+    assert classification.type != "task"
 
 
 @pytest.mark.parametrize("text", ["Hi!", "thanks", "Thank you so much!", "ok", "Good morning team", ":)"])

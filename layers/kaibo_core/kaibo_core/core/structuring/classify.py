@@ -400,7 +400,8 @@ def classify(statement: Statement) -> Classification | None:
         return Classification("preference", PREFERENCE)
     if _DECISION_CUE.search(core):
         return Classification("decision", DECISION)
-    if _TASK_CUE.search(core) or (_IMPERATIVE.match(core) and not statement.hedged):
+    instruction = _IMPERATIVE.match(core) or _IMPERATIVE.match(_after_label(core))
+    if _TASK_CUE.search(core) or (instruction and not statement.hedged):
         return Classification("task", TASK)
     if _PAST_CUE.search(core):
         return Classification("episode", PAST_EPISODE)
@@ -409,6 +410,17 @@ def classify(statement: Statement) -> Classification | None:
     if _FACT_VERB.search(core) and len(core.split()) >= 3:
         return Classification("fact", PLAIN_FACT)
     return Classification("episode", FALLBACK_EPISODE)
+
+
+#: A short label before a colon ("Open item from the security review: rotate the Stripe API keys").
+_LABEL: Final = re.compile(r"^[^:]{1,60}:\s+(?=[a-z])")
+
+
+def _after_label(core: str) -> str:
+    """``core`` without a label before a colon when what follows starts in lower case, as an
+    instruction does ("…: rotate the keys"); a value after a label ("Staging: https://…",
+    "Plumber: Marco, …") keeps it."""
+    return _LABEL.sub("", core, count=1)
 
 
 def statement_of_text(text: str) -> Statement:
