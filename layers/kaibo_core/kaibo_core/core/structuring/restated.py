@@ -15,6 +15,10 @@ this reads the *difference* between the two statements instead of their phrasing
   about two subjects ("Ana's email is …" and "Ben's email is …"); if a word of the earlier
   statement's scope is gone ("on weekdays" vs "on weekends"), they describe two scopes.
 
+When the whole statements differ in more than one thing, their clauses are read against each
+other the same way, by words (``clauses``): "Clinic rang — Milo's vaccination is Monday at 17:45,
+vet is out Friday." restates "Milo's vaccination: this Friday at 9:15.".
+
 Pure: no I/O. The guards of the statement (questions, hedges, proposals, reported speech,
 history, "also") are checked by the caller's ``Statement`` flags before this runs.
 """
