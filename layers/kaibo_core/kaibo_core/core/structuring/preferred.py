@@ -34,17 +34,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from kaibo_core.core.structuring.classify import classify, statement_of_text
+from kaibo_core.core.structuring.classify import classify
 from kaibo_core.core.structuring.drafts import CandidateMemory
-from kaibo_core.core.structuring.facts import history
-from kaibo_core.core.structuring.restated import (
-    NOT_NAMES,
-    Reading,
-    is_attachment,
-    past,
-    read,
-    replaceable,
-)
+from kaibo_core.core.structuring.restated import NOT_NAMES, Reading, current_value, past, read
 from kaibo_core.core.structuring.statements import Statement
 from kaibo_core.core.text import analyze
 
@@ -98,7 +90,8 @@ class Choice:
     words: frozenset[str]
     #: The holder's name, if a name ("aria"): a plain word when the other statement uses it so.
     name: str | None
-    speaker: str = ""
+    speaker: str
+    reading: Reading
 
 
 def states_choice(statement: Statement) -> bool:
@@ -121,20 +114,21 @@ def read_choice(statement: Statement) -> Choice:
     speaker = (statement.speaker or "").lower()
     text = statement.text
     name = None
-    if not _FIRST_PERSON.search(text):
+    first_person = _FIRST_PERSON.search(text) is not None
+    if not first_person:
         leading = _LEADING_NAME.match(text)
         if leading is not None:
             named = [w for w in leading.group(1).split() if _APOSTROPHE.split(w.lower())[0] not in NOT_NAMES]
             name = " ".join(named).lower() or None
     if name:
         holder: Holder = ("name", name)
-    elif not _FIRST_PERSON.search(text) and _SECOND_PERSON.search(text):
+    elif not first_person and _SECOND_PERSON.search(text):
         holder = ("you", speaker)  # "Thanks for sharing your love for …": the listener's, not the speaker's
     else:
         holder = ("self", speaker)
     reading = read(text)
     words = frozenset(analyze(text)) | reading.topic
-    return Choice(holder, frozenset(words - _STANCE_WORDS), name, speaker)
+    return Choice(holder, frozenset(words - _STANCE_WORDS), name, speaker, reading)
 
 
 def _one_holder(new: Holder, old: Holder, same_stream: bool) -> bool:
@@ -176,7 +170,7 @@ def chooses_otherwise(new: Statement, old: Statement, same_stream: bool) -> bool
     shared = new_words & old_words
     if not shared - _GENERIC or not new_words - old_words or not old_words - new_words:
         return False
-    return not _narrowed(read(new.text), read(old.text))
+    return not _narrowed(new_choice.reading, old_choice.reading)
 
 
 def _narrowed(new: Reading, old: Reading) -> bool:
@@ -197,10 +191,8 @@ def preferred_candidates(
         return []
     found = []
     for candidate in candidates:
-        old = statement_of_text(candidate.content)
-        if not replaceable(candidate.type, old) or old.guarded or history(old) or past(old.text):
-            continue
-        if is_attachment(old.text) or not standing(old):
+        old = current_value(candidate)
+        if old is None or not standing(old):
             continue
         if chooses_otherwise(statement, old, candidate.stream == stream):
             found.append(candidate)

@@ -436,9 +436,11 @@ def has_value(text: str) -> bool:
     address ... or a person in a role one person holds. Chat is full of names, so a name alone
     does not count (and costs no search). An attachment's caption states no value ("a photo of
     three turtles" and, later, "a photo of two turtles" are two photos)."""
-    if is_attachment(text):
-        return False
-    reading = read(text)
+    return not is_attachment(text) and _holds_value(read(text))
+
+
+def _holds_value(reading: Reading) -> bool:
+    """``has_value`` of a statement already read."""
     kinds = {kind for kind, _ in reading.values}
     if kinds - {"name"}:
         return True
@@ -469,15 +471,12 @@ def restated_candidates(
     if past(text) or not has_value(text):
         return []
     new = read(text)
+    new_clauses = _clause_readings(text)
     first_person = _FIRST_PERSON.search(text) is not None
     found = []
     for candidate in candidates:
-        old_statement = statement_of_text(candidate.content)
-        if not replaceable(candidate.type, old_statement):
-            continue
-        if old_statement.guarded or history(old_statement) or past(old_statement.text):
-            continue
-        if is_attachment(old_statement.text):
+        old_statement = current_value(candidate)
+        if old_statement is None:
             continue
         old_speaker = old_statement.speaker or ""
         if first_person and (candidate.stream != stream or old_speaker != (speaker or "")):
@@ -487,10 +486,22 @@ def restated_candidates(
         cosine = None if meaning is None else meaning(text, candidate)
         same_meaning = cosine is not None and cosine >= SAME_MEANING_COSINE
         if replaces_value(new, read(old_statement.text), same_meaning) or _clause_replaces(
-            text, old_statement.text
+            new_clauses, old_statement.text
         ):
             found.append(candidate)
     return found
+
+
+def current_value(candidate: CandidateMemory) -> Statement | None:
+    """The candidate's statement, if it holds a current value a later statement can replace (see
+    ``replaceable``): never a question, hedge, proposal, reported speech, negation, history, a
+    story of the past or an attachment's caption."""
+    statement = statement_of_text(candidate.content)
+    if not replaceable(candidate.type, statement):
+        return None
+    if statement.guarded or history(statement) or past(statement.text) or is_attachment(statement.text):
+        return None
+    return statement
 
 
 #: Where a sentence's clauses meet: a dash, a semicolon, a comma (not the one of a date's year:
@@ -512,14 +523,28 @@ def clauses(text: str) -> list[str]:
     return parts
 
 
-def _clause_replaces(new: str, old: str) -> bool:
-    """One clause of ``new`` restates one clause of ``old`` with one value replaced, by their words
-    (the other clauses bring values and words of their own: "Misread the itinerary, Mia gets in at
-    8:40pm Saturday" for "Mia's flight lands at 6:40pm on Saturday, I'll pick her up")."""
-    new_clauses, old_clauses = clauses(new), clauses(old)
+def _clause_readings(text: str) -> list[tuple[Reading, bool]]:
+    """Each clause of ``text`` read, and whether it holds a value (``has_value``)."""
+    readings = []
+    for clause in clauses(text):
+        reading = read(clause)
+        readings.append((reading, not is_attachment(clause) and _holds_value(reading)))
+    return readings
+
+
+def _clause_replaces(new_clauses: list[tuple[Reading, bool]], old: str) -> bool:
+    """One clause of the new statement (``_clause_readings``) restates one clause of ``old`` with one
+    value replaced, by their words (the other clauses bring values and words of their own:
+    "Misread the itinerary, Mia gets in at 8:40pm Saturday" for "Mia's flight lands at 6:40pm on
+    Saturday, I'll pick her up")."""
+    old_clauses = clauses(old)
     if len(new_clauses) == 1 and len(old_clauses) == 1:
         return False
-    return any(has_value(n) and _restates_clause(read(n), read(o)) for n in new_clauses for o in old_clauses)
+    valued = [reading for reading, holds_value in new_clauses if holds_value]
+    if not valued:
+        return False
+    olds = [read(clause) for clause in old_clauses]
+    return any(_restates_clause(n, o) for n in valued for o in olds)
 
 
 def _restates_clause(new: Reading, old: Reading) -> bool:
