@@ -42,6 +42,11 @@ def restates(new: str, old: str) -> bool:
         ("The support hotline is 1-800-555-0100.", "Support hotline: 1-800-555-0199."),
         ("The sprint length is two weeks.", "The sprint length is three weeks."),
         ("Invoices go to billing@acme.example.", "Invoices go to ap@acme.example going forward."),
+        ("Release notes are posted in #ship-it.", "Release notes are posted in #releases."),
+        (
+            "Nightly exports are written to s3://acme-exports.",
+            "Nightly exports are written to s3://acme-data.",
+        ),
     ],
 )
 def test_the_same_statement_with_one_value_replaced_is_an_update(old: str, new: str) -> None:
@@ -127,6 +132,19 @@ def test_an_update_anchored_by_a_name_code_or_address_is_an_update(old: str, new
 )
 def test_a_shared_anchor_with_another_subject_or_attribute_is_not_an_update(old: str, new: str) -> None:
     assert not restates(new, old)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("Exports land in s3://kaibo-exports-prod.", ("url", "s3://kaibo-exports-prod")),
+        ("Docs at https://docs.kaibo.dev/start.", ("url", "https://docs kaibo dev/start")),  # as compared
+        ("Release chatter happens in #ship-it.", ("code", "#ship-it")),
+        ("CI results are posted in #ci-builds.", ("code", "#ci-builds")),
+    ],
+)
+def test_a_link_of_any_scheme_and_a_channel_are_one_value(text: str, value: tuple[str, str]) -> None:
+    assert value in read(text).values
 
 
 @pytest.mark.parametrize(
@@ -421,6 +439,10 @@ def test_a_second_thing_adds_a_value_and_the_second_thing_does_not(text: str, ad
             "Clinic rang — Milo's vaccination is Monday at 17:45, vet is out Friday.",
         ),
         ("Invoice #4471 to Globex totals $12,400.", "Sorry, typo above — invoice 4471 is $14,200."),
+        (  # what was done before a colon is a clause of its own
+            "Prod runs Postgres 14, so no MERGE ... RETURNING.",
+            "Checked the RDS console: prod is on Postgres 15.4.",
+        ),
     ],
 )
 def test_a_clause_that_restates_a_clause_with_one_value_replaced_is_an_update(old: str, new: str) -> None:
@@ -457,3 +479,42 @@ def test_a_sentence_splits_into_clauses_but_not_inside_an_address_or_a_date() ->
     assert clauses("The launch is on August 21, 2023 in Berlin.") == [
         "The launch is on August 21, 2023 in Berlin."
     ]
+    # what was done or heard before a colon is a clause; a label before a colon is not
+    assert clauses("Checked the RDS console: prod is on Postgres 15.4.") == [
+        "Checked the RDS console",
+        "prod is on Postgres 15.4.",
+    ]
+    assert clauses("Milo's vaccination: this Friday at 9:15.") == ["Milo's vaccination: this Friday at 9:15."]
+
+
+def test_a_label_names_what_the_statement_is_about() -> None:
+    old = "Customer exports land in s3://kaibo-exports-prod."
+    label = "Customer exports: s3://kaibo-data-exports-prod (renamed for the bucket naming policy)."
+    assert restates(label, old)  # the label says what "land in" said, in words of its own
+    assert not restates("Staff exports: s3://kaibo-data-exports-prod.", old)  # another thing
+    # a label that leaves out where the earlier statement names its subject ("board") is another thing
+    assert not restates("Deck: due June 12.", "Q2 board deck is due June 5.")
+    # a date in the label is no topic word of it
+    assert restates("Friday recital: 15 chairs are enough.", "For Friday's recital we need 12 chairs.")
+
+
+def test_a_one_word_label_read_as_a_speaker_is_a_label_when_the_other_statement_says_it() -> None:
+    # "Returns:" opens the later statement like a speaker's name; the earlier one says "Returns"
+    old = candidate("Returns go to our warehouse at 77 Dock Rd, Newark NJ.")
+    assert restated_candidates("ship to 1200 Logistics Pkwy, Allentown PA.", "Returns", "s", [old]) == [old]
+    # and the other way round: the earlier memory's label
+    label = candidate("Staging: https://staging.kaibo.dev")
+    assert restated_candidates("Staging is https://stg.kaibo.dev now.", None, "s", [label]) == [label]
+    # a speaker the other statement does not name stays a speaker: another person's value
+    assert (
+        restated_candidates(
+            "Returns ship to 1200 Logistics Pkwy.", "Ana", "s", [candidate("Bo: Returns go to 77 Dock Rd.")]
+        )
+        == []
+    )
+
+
+def test_a_channel_that_says_the_subject_keeps_it_a_word_not_a_name() -> None:
+    new = read("#payments-oncall topic: Pager +1 415 555 0187 (PagerDuty rotation).")
+    # "Payments" opens the earlier statement; the channel says it: a shared word, not a name replaced
+    assert replaces_value(new, read("Payments on-call pager: +1 415 555 0133."), same_meaning=True)

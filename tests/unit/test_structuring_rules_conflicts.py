@@ -96,6 +96,17 @@ def fact(text: str) -> Fact | None:
         # a number changed with an ordinary verb
         ("The marketing budget is $40,000.", "Marketing budget got bumped to $55,000."),
         ("The order minimum is 50 units.", "The order minimum went up to 80 units."),
+        # a thing adjusted, changed or updated, then what it is now after a dash or a colon
+        (
+            "Milo's antibiotic: half a tablet twice a day.",
+            "Vet adjusted Milo's antibiotic — one full tablet once a day, with food.",
+        ),
+        ("Rex's feeding: wet food in the morning.", "We updated Rex's feeding - dry food in the evening."),
+        ("The dishwasher program: eco at 50 degrees.", "I changed the dishwasher program: quick wash at 65."),
+        # an arrow, with or without the old value
+        ("KB-412 (flaky login test) assigned to Wei.", "KB-412 → Olu."),
+        ("The Q3 launch is on July 13.", "Q3 launch: July 13 -> July 17"),
+        ("Maya leads the Atlas project.", "Atlas project lead → Ben"),
     ],
 )
 def test_a_new_value_for_the_same_subject_and_attribute_supersedes(old: str, new: str) -> None:
@@ -135,6 +146,10 @@ def test_a_new_value_for_the_same_subject_and_attribute_supersedes(old: str, new
         ("To deploy, run make deploy.", "To deploy, also tag the release."),
         ("Tom went to Paris in May.", "Tom went to Berlin in June."),
         ("Ana will review the security audit.", "Ben will review the security audit."),
+        ("KB-412 (flaky login test) assigned to Wei.", "KB-413 → Olu."),
+        ("The Q3 launch is on July 13.", "Q4 launch: July 13 -> July 17"),
+        ("Luna's food: one cup twice a day.", "Vet adjusted Milo's antibiotic — one full tablet a day."),
+        ("Milo's antibiotic: half a tablet twice a day.", "Vet adjusted Milo's diet: no more kibble."),
     ],
 )
 def test_guards_keep_unrelated_or_compatible_statements_apart(old: str, new: str) -> None:

@@ -69,6 +69,7 @@ _MOVE_OBJ = rf"(?P<obj>{_NOT_MOVE_OBJECT}{_OBJ_WORDS})"
 _OLD = r"(?P<old>\S.*?)"
 _NEW = r"(?P<new>\S.*?)"
 _END = r"[\s.!]*$"
+_ARROW = r"(?:→|⟶|->|=>)"
 _BE = r"(?:is|are|was|were|has\s+been|have\s+been|will\s+be|got|gets|is\s+being)"
 _NAME = r"(?-i:[A-Z])[\w'’-]+"
 _PARTICLE = rf"(?:\s+(?P<p1>{_PARTICLE_WORDS}))?"
@@ -151,6 +152,11 @@ _PATTERNS: Final[tuple[tuple[ChangeKind, re.Pattern[str]], ...]] = (
                         rf"(?:\s+(?:from|instead\s+of)\s+{_OLD})?{_END}")),
     ("change", _compile(_START, rf"chang(?:e|es|ed|ing)\s+{_DET}{_OBJ}\s+from\s+{_OLD}\s+to\s+{_NEW}{_END}")),
     ("change", _compile(rf"^{_DET}{_OBJ}\s+(?:has\s+|have\s+|was\s+|is\s+|got\s+)?changed", _FROM_TO, _END)),
+    # an arrow: "Standup: 9:00 → 9:30", "KB-412 → Olu"
+    ("change", _compile(rf"^{_DET}{_OBJ}:\s+{_OLD}\s*{_ARROW}\s*{_NEW}{_END}")),
+    ("change", _compile(rf"^{_DET}{_OBJ}\s*{_ARROW}\s*{_NEW}{_END}")),
+    ("change", _compile(_START, r"(?:adjust|revis|updat|chang)(?:e|es|ed|ing)?",
+                        rf"\s+{_DET}{_OBJ}\s*(?:[—–:]|\s-)\s*{_NEW}{_END}")),
     ("move", _compile(_START, _MOVE_VERB, _PARTICLE, rf"\s+{_DET}{_MOVE_OBJ}{_PARTICLE_2}",
                       rf"(?:\s+from\s+{_OLD})?\s+(?:to|until|till|til|into)\s+{_NEW}{_END}")),
     ("move", _compile(rf"^{_DET}{_OBJ}\s+{_BE}\s+(?:now\s+|officially\s+)?", _MOVED, _PARTICLE,

@@ -232,7 +232,7 @@ _TASK_CUE: Final = re.compile(
     r"|finish|handle|own|take\s+care|look\s+into|investigate|deploy|ship|test|check|organi[sz]e)\b",
     re.IGNORECASE,
 )
-_IMPERATIVE: Final = re.compile(
+IMPERATIVE: Final = re.compile(
     r"^(?:write|send|fix|prepare|review|update|draft|call|email|book|schedule|create|add|remove|check"
     r"|ask|follow|finish|file|set\s+up|investigate|look\s+into|buy|order|deploy|ship|test|clean|refactor"
     r"|merge|submit|upload|document|migrate|rotate|renew|pay|reply|ping|remind|assign|invite|organi[sz]e"
@@ -400,7 +400,7 @@ def classify(statement: Statement) -> Classification | None:
         return Classification("preference", PREFERENCE)
     if _DECISION_CUE.search(core):
         return Classification("decision", DECISION)
-    instruction = _IMPERATIVE.match(core) or _IMPERATIVE.match(_after_label(core))
+    instruction = IMPERATIVE.match(core) or IMPERATIVE.match(_after_label(core))
     if _TASK_CUE.search(core) or (instruction and not statement.hedged):
         return Classification("task", TASK)
     if _PAST_CUE.search(core):

@@ -48,7 +48,10 @@ _WEEKDAY: Final = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 #: Kinds in the order they are tried: the first that matches a span claims it.
 _VALUE_PATTERNS: Final[tuple[tuple[ValueKind, re.Pattern[str]], ...]] = (
     ("email", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")),
-    ("url", re.compile(r"\b(?:https?://|www\.)\S+|\b[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|app)\b")),
+    (  # any scheme: "https://…", "s3://kaibo-exports-prod"
+        "url",
+        re.compile(r"\b(?:[a-z][a-z\d+.-]*://|www\.)\S+|\b[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|app)\b"),
+    ),
     ("address", STREET_ADDRESS),
     (
         "date",
@@ -71,6 +74,7 @@ _VALUE_PATTERNS: Final[tuple[tuple[ValueKind, re.Pattern[str]], ...]] = (
             r"[$€£¥]\s?\d[\d,.]*\s?[kmb]?\b|\b\d[\d,.]*\s?(?:usd|eur|gbp|dollars|euros)\b", re.IGNORECASE
         ),
     ),
+    ("code", re.compile(r"(?<![\w#&])#[a-z][\w-]*[a-z\d]", re.IGNORECASE)),  # a channel: "#releases"
     (
         "code",
         re.compile(r"\b(?=[\w-]*\d)(?=[\w-]*[a-z])[\w]+(?:[-_.][\w]+)+\b|\b[a-z]+\d[\w]*\b", re.IGNORECASE),
@@ -178,6 +182,8 @@ class Reading:
     #: The stems of the first topic word, where a statement usually names its subject ("board" of
     #: "Q2 board deck is due …").
     lead: frozenset[str] = frozenset()
+    #: The topic words of a label the statement opens with ("Returns: ship to …"): what it is about.
+    label: frozenset[str] = frozenset()
 
     def words(self, kinds: Collection[str] | None = None) -> frozenset[str]:
         """What the statement is about: its topic words, and the stemmed words of its opening and
@@ -222,9 +228,22 @@ def read(text: str) -> Reading:
             rest = rest.replace(match.group(0), " , ", 1)
     topic = frozenset(analyze(rest)) - _CUE_WORDS
     holders = frozenset(m.lower() for m in _POSSESSIVE.findall(text))
+    labelled = _LABEL.match(text)
+    label = frozenset(analyze(labelled.group(1))) - _CUE_WORDS if labelled else frozenset()
     return Reading(
-        topic, frozenset(values), holders, _pairs(rest), opening, frozenset(owners), lead=_lead(rest)
+        topic,
+        frozenset(values),
+        holders,
+        _pairs(rest),
+        opening,
+        frozenset(owners),
+        lead=_lead(rest),
+        label=label & (topic | frozenset(analyze(opening or ""))),  # its topic words, not its dates or names
     )
+
+
+#: A short label before a colon that opens a statement, with no digit in it ("Returns: …").
+_LABEL: Final = re.compile(r"^\s*([A-Za-z][\w'’ -]{0,40}?):\s+\S")
 
 
 def _lead(text: str) -> frozenset[str]:
@@ -248,7 +267,7 @@ def _settle_opening(reading: Reading, other: Reading) -> Reading:
         return reading
     terms = frozenset(analyze(reading.opening))
     same_opening = other.opening is not None and other.opening.lower() == reading.opening.lower()
-    if terms & other.topic or not terms or same_opening:
+    if terms & other.words(("code",)) or not terms or same_opening:  # "#payments-oncall" says "payments"
         return replace(reading, topic=reading.topic | terms, opening=None, lead=terms or reading.lead)
     name, owner = _name(reading.opening)
     owners = reading.owners | {name} if owner else reading.owners
@@ -342,6 +361,8 @@ def topic_verdict(new: Reading, old: Reading) -> TopicVerdict:
     shared = old.topic & new.topic
     names = {v for k, v in old.values & new.values if k == "name"}
     lost, gained = old.topic - new.topic, new.topic - old.topic
+    if new.label and new.label <= old.topic and old.lead <= new.label and not narrower(new, old):
+        return "same"  # "Returns: ship to …" is about what "Returns go to …" is about
     own = old.topic - old.said  # "Staging: https://…" names no subject, whatever "URL" its value says
     if len(own) <= 1 and gained:
         beside = any((a in shared and b in gained) or (a in gained and b in shared) for a, b in new.pairs)
@@ -478,18 +499,31 @@ def restated_candidates(
         old_statement = current_value(candidate)
         if old_statement is None:
             continue
-        old_speaker = old_statement.speaker or ""
-        if first_person and (candidate.stream != stream or old_speaker != (speaker or "")):
+        old_text, old_speaker = labelled_text(old_statement, text)
+        new_reading, new_speaker = new, speaker or ""
+        if new_speaker and frozenset(analyze(new_speaker)) <= frozenset(analyze(old_text)):
+            new_reading, new_speaker = read(f"{new_speaker}: {text}"), ""  # "Returns: ship to …"
+        if first_person and (candidate.stream != stream or old_speaker != new_speaker):
             continue
-        if speaker and old_speaker and old_speaker != speaker:
+        if new_speaker and old_speaker and old_speaker != new_speaker:
             continue  # another speaker's value: a disagreement, not an update
         cosine = None if meaning is None else meaning(text, candidate)
         same_meaning = cosine is not None and cosine >= SAME_MEANING_COSINE
-        if replaces_value(new, read(old_statement.text), same_meaning) or _clause_replaces(
-            new_clauses, old_statement.text
+        if replaces_value(new_reading, read(old_text), same_meaning) or _clause_replaces(
+            new_clauses, old_text
         ):
             found.append(candidate)
     return found
+
+
+def labelled_text(statement: Statement, other: str) -> tuple[str, str]:
+    """A statement's text and its speaker, a one-word label read as a speaker put back into the text
+    when the other statement says that word ("Staging: https://staging.kaibo.dev" and "Staging lives
+    at https://stg.kaibo.dev": a label, not a person)."""
+    speaker = statement.speaker or ""
+    if speaker and frozenset(analyze(speaker)) <= frozenset(analyze(other)):
+        return f"{speaker}: {statement.text}", ""
+    return statement.text, speaker
 
 
 def current_value(candidate: CandidateMemory) -> Statement | None:
@@ -507,6 +541,11 @@ def current_value(candidate: CandidateMemory) -> Statement | None:
 #: Where a sentence's clauses meet: a dash, a semicolon, a comma (not the one of a date's year:
 #: "August 21, 2023").
 _CLAUSE_BREAK: Final = re.compile(r"\s+[—–]\s+|;\s+|,\s+(?!\d)")
+#: What was done or heard before a colon: a clause of its own ("Checked the RDS console: prod is on
+#: Postgres 15.4"); a label before a colon is not ("Milo's vaccination: this Friday at 9:15").
+_PREAMBLE: Final = re.compile(
+    r"^([^:]*?\b(?:[a-z]{3,}ed|rang|said|says|told|heard|found)\b[^:]*):\s+(?=\S)", re.IGNORECASE
+)
 #: A clause shorter than this is part of the one before it ("…, Apt 3, Beaverton, OR 97005", "…, 12:30").
 MIN_CLAUSE_WORDS: Final = 3
 
@@ -515,6 +554,10 @@ def clauses(text: str) -> list[str]:
     """The clauses of one statement: "Clinic rang — Milo's vaccination is Monday at 17:45, vet is out
     Friday" → three; short parts stay with the clause before them."""
     parts: list[str] = []
+    preamble = _PREAMBLE.match(text)
+    if preamble is not None:
+        parts.append(preamble.group(1))
+        text = text[preamble.end() :]
     for part in _CLAUSE_BREAK.split(text):
         if parts and len(part.split()) < MIN_CLAUSE_WORDS:
             parts[-1] = f"{parts[-1]}, {part}"

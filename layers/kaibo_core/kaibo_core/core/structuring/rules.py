@@ -40,6 +40,7 @@ from kaibo_core.core.structuring.drafts import (
 )
 from kaibo_core.core.structuring.facts import additive, history
 from kaibo_core.core.structuring.preferred import preferred_candidates, states_choice
+from kaibo_core.core.structuring.procedures import read_route, rerouted_candidates
 from kaibo_core.core.structuring.restated import has_value, restated_candidates
 from kaibo_core.core.structuring.statements import Statement, split_statements
 
@@ -251,13 +252,15 @@ class RuleStructurer:
         if additive(statement) or not statement.parseable:
             return ()
         text = resolve_dates(statement.text, today).text
-        valued, choice = has_value(text), states_choice(statement)
-        if not valued and not choice:
-            return ()  # nothing to replace another memory's value or choice with: no search
+        valued, choice, route = has_value(text), states_choice(statement), read_route(statement)
+        if not valued and not choice and route is None:
+            return ()  # nothing to replace another memory's value, choice or way with: no search
         candidates = [c for c in search(statement.text) if c.memory_id not in plan.linked]
         found = restated_candidates(text, statement.speaker, event.stream, candidates, self._meaning)
         if choice:
             found += preferred_candidates(statement, event.stream, candidates)
+        if route is not None:
+            found += rerouted_candidates(statement, candidates)
         return plan.links_for("supersedes", [candidate.memory_id for candidate in found])
 
 
