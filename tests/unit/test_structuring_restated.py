@@ -364,6 +364,10 @@ def task(content: str) -> CandidateMemory:
         ("Open item: rotate the Stripe API keys.", "Stripe API keys rotated this morning."),
         ("Need to renew Leo's passport before the summer trip.", "Leo's passport renewal is done."),
         ("We still have to file the 1099s for the contractors.", "1099s filed for all contractors."),
+        # another verb that does it, in a report about the task alone
+        ("Pick up the dry cleaning Thursday (ticket 5521).", "Got the dry cleaning 👍"),
+        ("Buy the Lizzo concert tickets.", "Got the Lizzo concert tickets!"),
+        ("Call the bank about the mortgage rate lock.", "Talked to the bank about the mortgage rate lock."),
     ],
 )
 def test_a_task_reported_done_in_words_of_its_own_is_closed(open_task: str, report: str) -> None:
@@ -378,6 +382,7 @@ def test_a_task_reported_done_in_words_of_its_own_is_closed(open_task: str, repo
         ("Rotate the Stripe API keys.", "The AWS keys were rotated.", None),  # another thing
         ("Tim: I'll make sure to book the trip.", "We booked the trip.", "John"),  # another speaker's task
         ("Export the March invoices.", "Exported the holiday photos.", None),  # too little in common
+        ("Pick up Ana from school at 3.", "Got Ana's message about school.", None),  # about something else
     ],
 )
 def test_plans_questions_other_things_and_other_speakers_tasks_close_nothing(

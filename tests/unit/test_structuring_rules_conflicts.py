@@ -168,6 +168,13 @@ def test_guards_keep_unrelated_or_compatible_statements_apart(old: str, new: str
             "The Initech client sync is called off this week.",
         ),
         ("The security workshop is on Monday at 1pm.", "We're dropping the security workshop."),
+        # the cancellation is a clause after a label
+        (
+            "Book fair: Friday 6/12 in the gym, 3-5pm.",
+            "Principal's note: the 6/12 book fair will not take place.",
+        ),
+        # a plan named by one name, for a day still to come
+        ("Plan: Lisbon trip July 10–14, flights booked.", "We're not going to Lisbon after all."),
     ],
 )
 def test_a_meeting_that_is_not_happening_is_canceled(old: str, new: str) -> None:
@@ -398,6 +405,18 @@ def test_dates_names_amounts_codes_and_places_are_fact_values(value: str) -> Non
 def test_formulas_are_no_cancellations(text: str) -> None:
     change = detect_change(statement_of_text(f"John: {text}"))
     assert change is None or change.kind != "cancel"
+
+
+@pytest.mark.parametrize(
+    "old",
+    [
+        "Tom moved to Lisbon in May.",  # what happened, not a plan
+        "Lisbon has the best pastries.",  # no day at all
+        "Lisbon trip: May 10–14, loved it.",  # a day gone by
+    ],
+)
+def test_a_plan_given_up_by_its_name_cancels_no_memory_of_the_past_or_without_a_day(old: str) -> None:
+    assert links("We're not going to Lisbon after all.", candidate(old)) == []
 
 
 def test_a_cancellation_does_not_cancel_a_statement_that_something_is_not_happening() -> None:

@@ -164,6 +164,7 @@ def test_fillers_and_correction_cues_are_taken_off_the_core(text: str, core: str
         ("Send the invoice to Acme by June 5.", "task"),
         ("Open item from the security review: rotate the Stripe API keys.", "task"),  # a label, then one
         ("We need to renew the certificate.", "task"),
+        ("Pick up the dry cleaning Thursday.", "task"),
         ("Can you send me the report?", "task"),
         ("I prefer aisle seats.", "preference"),
         ("My favorite color is blue.", "preference"),

@@ -31,7 +31,7 @@ from kaibo_core.core.structuring.classify import (
     subject_key,
     value_kind,
 )
-from kaibo_core.core.structuring.dates import resolve_dates
+from kaibo_core.core.structuring.dates import dates_named, resolve_dates
 from kaibo_core.core.structuring.drafts import CandidateMemory, LinkKind
 from kaibo_core.core.structuring.facts import (
     Fact,
@@ -216,6 +216,8 @@ _NOT_HAPPENING: Final = _compile(
 _NO_EVENT: Final = _compile(
     rf"^(?:.+?,\s*so\s+)?no\s+{_OBJ}(?:\s+(?:today|tomorrow|tonight|this|next|on|until)\b.*)?{_END}"
 )
+#: A short label before a colon, then a clause of its own ("School email: the … will not take place").
+_CLAUSE_AFTER_LABEL: Final = re.compile(r"^[^:]{1,40}:\s+(\S.*)$")
 #: "We're not going to Asheville after all": a plan given up.
 _NOT_AFTER_ALL: Final = _compile(
     r"^(?:we're|we’re|we\s+are|i'm|i’m|i\s+am|we|i)\s+(?:not|no\s+longer)\s+"
@@ -559,11 +561,17 @@ def _negated_cancel(statement: Statement) -> Change | None:
     if statement.question or statement.hedged or statement.reported or not statement.parseable:
         return None
     core = statement.core
-    match = _NOT_HAPPENING.match(core) or _NO_EVENT.match(core) or _NOT_AFTER_ALL.match(core)
+    # A clause after a label first: "School email: the 4/22 conferences will not take place".
+    labelled = _CLAUSE_AFTER_LABEL.match(core)
+    match = (labelled and _not_happening(labelled.group(1))) or _not_happening(core)
     if match is None or not plausible_subject(match.group("obj")) or _formula(match.group("obj")):
         return None
     subject = _clean_subject(match.group("obj"))
     return Change("cancel", "cancels", subject, match.group("obj")) if subject else None
+
+
+def _not_happening(core: str) -> re.Match[str] | None:
+    return _NOT_HAPPENING.match(core) or _NO_EVENT.match(core) or _NOT_AFTER_ALL.match(core)
 
 
 def _formula(words: str) -> bool:
@@ -655,6 +663,15 @@ def _says_all_of(subject: str | None, content_terms: frozenset[str]) -> bool:
     return len(terms) >= 2 and terms <= content_terms
 
 
+def _plan_named(subject: str | None, content: str, content_terms: frozenset[str], today: date) -> bool:
+    """The memory is a plan for a day still to come that says the cancelled thing's one word
+    ("Asheville"); a memory of what happened ("Tom moved to Asheville in May") is no plan."""
+    terms = key_terms(subject or "")
+    if len(terms) != 1 or not terms <= content_terms:
+        return False
+    return any(day >= today for day in dates_named(content, today))
+
+
 def _overlap(words: str, content_terms: frozenset[str]) -> float:
     terms = key_terms(words)
     return len(terms & content_terms) / len(terms) if terms else 0.0
@@ -706,8 +723,11 @@ def _accepts(change: Change, candidate: CandidateMemory, today: date) -> bool:
         return _retires_fact(change, candidate)
     if change.kind == "cancel" and _says_not_happening(candidate.content):
         return False
-    if change.kind == "cancel" and _says_all_of(change.subject, content_terms):
-        return True  # "called off the October 8 all-hands": "Quarterly all-hands: October 8, 4pm"
+    if change.kind == "cancel" and (
+        _says_all_of(change.subject, content_terms)  # "called off the October 8 all-hands"
+        or _plan_named(change.subject, candidate.content, content_terms, today)  # "not going to Asheville"
+    ):
+        return True
     if change.kind == "preference":
         return _prefers_otherwise(change, candidate, content_terms, today)
     if change.kind == "task_done":

@@ -236,7 +236,8 @@ IMPERATIVE: Final = re.compile(
     r"^(?:write|send|fix|prepare|review|update|draft|call|email|book|schedule|create|add|remove|check"
     r"|ask|follow|finish|file|set\s+up|investigate|look\s+into|buy|order|deploy|ship|test|clean|refactor"
     r"|merge|submit|upload|document|migrate|rotate|renew|pay|reply|ping|remind|assign|invite|organi[sz]e"
-    r"|plan|book|confirm|share|publish|release|install|upgrade|configure|archive|delete|backup|back\s+up)\b",
+    r"|plan|book|confirm|share|publish|release|install|upgrade|configure|archive|delete|backup|back\s+up"
+    r"|pick\s+up|drop\s+off|collect)\b",
     re.IGNORECASE,
 )
 _PAST_CUE: Final = re.compile(

@@ -54,6 +54,17 @@ PAST_WITHIN: Final = 4
 MIN_TASK_SHARE: Final = 0.5
 MIN_SHARED: Final = 2
 _WORD: Final = re.compile(r"[\w'’-]+")
+#: Verbs whose past reports another verb's task done: "Got the dry cleaning" for "Pick up the dry cleaning".
+_DONE_AS: Final[dict[str, frozenset[str]]] = {
+    verb: frozenset(analyze(others))
+    for verb, others in {
+        "get": "pick buy collect fetch grab order",
+        "buy": "get order",
+        "book": "schedule reserve",
+        "talk": "call phone ring",
+        "speak": "call phone ring",
+    }.items()
+}
 
 
 def reports_completion(text: str) -> bool:
@@ -116,7 +127,12 @@ def closes(text: str, task: CandidateMemory, speaker: str | None = None) -> bool
     # Else the task's own verb, in the past: "rotate the Stripe keys" → "Stripe keys rotated".
     verbs = {term for word in _WORD.findall(core.lower())[:3] for term in analyze(word)}
     done = {term for word in _WORD.findall(text.lower()) if (past := _past(word)) for term in analyze(past)}
-    return bool(verbs & done)
+    if verbs & done:
+        return True
+    # Another verb that does it ("Got the dry cleaning" for "Pick up …"), in a report about the task
+    # alone: "Got Ana's message about school" does not pick Ana up from school.
+    done_as = {other for term in done for other in _DONE_AS.get(term, ())}
+    return bool(verbs & done_as) and _about(text) - done <= task_words
 
 
 def closed_tasks(

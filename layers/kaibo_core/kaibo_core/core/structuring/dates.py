@@ -17,6 +17,7 @@ Resolving an already resolved text changes nothing (the rewrite is idempotent).
 from __future__ import annotations
 
 import re
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Final
@@ -48,6 +49,8 @@ PAST_WINDOW_DAYS: Final = 182
 FUTURE_WINDOW_DAYS: Final = 183
 
 _MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
+#: A date written in full, as ``format_date`` writes it ("September 12, 2026").
+_WRITTEN_DATE: Final = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}}),\s+(\d{{4}})\b", re.IGNORECASE)
 _WEEKDAY = "|".join(WEEKDAYS)
 _YEAR_AFTER = r"(?!(?:,\s*|\s+)\d{4}\b)"
 _ALREADY_RESOLVED = r"(?!\s*\()"
@@ -88,6 +91,16 @@ def local_date(occurred_at: str, time_zone: str) -> date:
 
 def format_date(day: date) -> str:
     return f"{MONTH_NAMES[day.month]} {day.day}, {day.year}"
+
+
+def dates_named(text: str, today: date) -> tuple[date, ...]:
+    """Every date ``text`` names: those written in full ("September 12, 2026", as ``format_date``
+    writes them) and those ``resolve_dates`` resolves against ``today``."""
+    written = []
+    for match in _WRITTEN_DATE.finditer(text):
+        with suppress(ValueError):
+            written.append(date(int(match.group(3)), MONTHS[match.group(1).lower()], int(match.group(2))))
+    return (*written, *resolve_dates(text, today).dates)
 
 
 def infer_year(month: int, day: int, today: date) -> date | None:

@@ -74,7 +74,7 @@ _VALUE_PATTERNS: Final[tuple[tuple[ValueKind, re.Pattern[str]], ...]] = (
             r"[$€£¥]\s?\d[\d,.]*\s?[kmb]?\b|\b\d[\d,.]*\s?(?:usd|eur|gbp|dollars|euros)\b", re.IGNORECASE
         ),
     ),
-    ("code", re.compile(r"(?<![\w#&])#[a-z][\w-]*[a-z\d]", re.IGNORECASE)),  # a channel: "#releases"
+    ("code", re.compile(r"#(?<![\w#&]#)[a-z][\w-]*[a-z\d]", re.IGNORECASE)),  # a channel: "#releases"
     (
         "code",
         re.compile(r"\b(?=[\w-]*\d)(?=[\w-]*[a-z])[\w]+(?:[-_.][\w]+)+\b|\b[a-z]+\d[\w]*\b", re.IGNORECASE),
@@ -230,6 +230,8 @@ def read(text: str) -> Reading:
     holders = frozenset(m.lower() for m in _POSSESSIVE.findall(text))
     labelled = _LABEL.match(text)
     label = frozenset(analyze(labelled.group(1))) - _CUE_WORDS if labelled else frozenset()
+    if label:  # its topic words, not its dates or names
+        label &= topic | frozenset(analyze(opening or ""))
     return Reading(
         topic,
         frozenset(values),
@@ -238,7 +240,7 @@ def read(text: str) -> Reading:
         opening,
         frozenset(owners),
         lead=_lead(rest),
-        label=label & (topic | frozenset(analyze(opening or ""))),  # its topic words, not its dates or names
+        label=label,
     )
 
 
@@ -267,11 +269,17 @@ def _settle_opening(reading: Reading, other: Reading) -> Reading:
         return reading
     terms = frozenset(analyze(reading.opening))
     same_opening = other.opening is not None and other.opening.lower() == reading.opening.lower()
-    if terms & other.words(("code",)) or not terms or same_opening:  # "#payments-oncall" says "payments"
+    if not terms or same_opening or terms & other.topic or terms & _code_words(other):
         return replace(reading, topic=reading.topic | terms, opening=None, lead=terms or reading.lead)
     name, owner = _name(reading.opening)
     owners = reading.owners | {name} if owner else reading.owners
     return replace(reading, values=reading.values | {("name", name)}, opening=None, owners=owners)
+
+
+def _code_words(reading: Reading) -> frozenset[str]:
+    """The words a reading's codes say ("#payments-oncall" says "payments")."""
+    codes = [value for kind, value in reading.values if kind == "code"]
+    return frozenset(analyze(" ".join(codes))) if codes else frozenset()
 
 
 def settle_openings(new: Reading, old: Reading) -> tuple[Reading, Reading]:
@@ -494,12 +502,13 @@ def restated_candidates(
     new = read(text)
     new_clauses = _clause_readings(text)
     first_person = _FIRST_PERSON.search(text) is not None
+    new_words = frozenset(analyze(text))
     found = []
     for candidate in candidates:
         old_statement = current_value(candidate)
         if old_statement is None:
             continue
-        old_text, old_speaker = labelled_text(old_statement, text)
+        old_text, old_speaker = labelled_text(old_statement, new_words)
         new_reading, new_speaker = new, speaker or ""
         if new_speaker and frozenset(analyze(new_speaker)) <= frozenset(analyze(old_text)):
             new_reading, new_speaker = read(f"{new_speaker}: {text}"), ""  # "Returns: ship to …"
@@ -516,12 +525,12 @@ def restated_candidates(
     return found
 
 
-def labelled_text(statement: Statement, other: str) -> tuple[str, str]:
+def labelled_text(statement: Statement, other: frozenset[str]) -> tuple[str, str]:
     """A statement's text and its speaker, a one-word label read as a speaker put back into the text
-    when the other statement says that word ("Staging: https://staging.kaibo.dev" and "Staging lives
-    at https://stg.kaibo.dev": a label, not a person)."""
+    when the other statement says that word (``other``: its words, stemmed): "Staging:
+    https://staging.kaibo.dev" and "Staging lives at https://stg.kaibo.dev": a label, not a person."""
     speaker = statement.speaker or ""
-    if speaker and frozenset(analyze(speaker)) <= frozenset(analyze(other)):
+    if speaker and frozenset(analyze(speaker)) <= other:
         return f"{speaker}: {statement.text}", ""
     return statement.text, speaker
 
