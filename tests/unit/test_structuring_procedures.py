@@ -108,13 +108,16 @@ def test_only_a_current_way_of_doing_the_work_is_a_candidate() -> None:
     def memory(memory_id: str, memory_type: MemoryType, content: str) -> CandidateMemory:
         return CandidateMemory(memory_id, memory_type, content, EARLIER, "s", None)
 
+    route = read_route(statement("PTO requests go through Workday."))
+    assert route is not None
     found = rerouted_candidates(
-        statement("PTO requests go through Workday."),
+        route,
         [
             memory("way", "procedure", "To request PTO, email your manager with the dates."),
             memory("past", "procedure", "To request PTO, we used to email the manager."),
             memory("question", "procedure", "To request PTO, do I email my manager?"),
             memory("other", "procedure", "To book travel, use Navan."),
+            memory("choice", "preference", "To request PTO, I prefer emailing my manager."),
         ],
     )
     assert [candidate.memory_id for candidate in found] == ["way"]

@@ -103,8 +103,9 @@ def _goal(statement: Statement) -> frozenset[str] | None:
 
 def _earlier_way(candidate: CandidateMemory) -> Statement | None:
     """The candidate's statement, if it still tells how to do something: never a question, hedge,
-    proposal, reported speech, negation, history or a story of the past."""
-    if candidate.type not in {"procedure", "task", "fact", "decision", "episode"}:
+    proposal, reported speech, negation, history or a story of the past. A preference is a choice,
+    not a way of doing something (``preferred`` reads those)."""
+    if candidate.type == "preference":
         return None
     statement = statement_of_text(candidate.content)
     if statement.guarded or history(statement) or past(statement.text):
@@ -123,11 +124,8 @@ def reroutes(route: Route, old: Statement) -> bool:
     return bool(route.way - said - _GENERIC)
 
 
-def rerouted_candidates(statement: Statement, candidates: Iterable[CandidateMemory]) -> list[CandidateMemory]:
-    """The candidates whose work ``statement`` routes another way."""
-    route = read_route(statement)
-    if route is None:
-        return []
+def rerouted_candidates(route: Route, candidates: Iterable[CandidateMemory]) -> list[CandidateMemory]:
+    """The candidates whose work a statement read as ``route`` (``read_route``) sends another way."""
     found = []
     for candidate in candidates:
         old = _earlier_way(candidate)

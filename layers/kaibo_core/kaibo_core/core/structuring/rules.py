@@ -260,7 +260,7 @@ class RuleStructurer:
         if choice:
             found += preferred_candidates(statement, event.stream, candidates)
         if route is not None:
-            found += rerouted_candidates(statement, candidates)
+            found += rerouted_candidates(route, candidates)
         return plan.links_for("supersedes", [candidate.memory_id for candidate in found])
 
 
