@@ -414,7 +414,7 @@ def classify(statement: Statement) -> Classification | None:
 
 
 #: A short label before a colon ("Open item from the security review: rotate the Stripe API keys").
-_LABEL: Final = re.compile(r"^[^:]{1,60}:\s+(?=[a-z])")
+_LABEL: Final = re.compile(r"^([^:]{1,60}):\s+(?=[a-z])")
 
 
 def _after_label(core: str) -> str:
@@ -422,6 +422,13 @@ def _after_label(core: str) -> str:
     instruction does ("…: rotate the keys"); a value after a label ("Staging: https://…",
     "Plumber: Marco, …") keeps it."""
     return _LABEL.sub("", core, count=1)
+
+
+def instruction_label(core: str) -> str | None:
+    """The label an instruction is given under ("Expense reports: email the receipts …" →
+    "Expense reports"), or None."""
+    label = _LABEL.match(core)
+    return label.group(1) if label is not None and IMPERATIVE.match(core[label.end() :]) else None
 
 
 def statement_of_text(text: str) -> Statement:

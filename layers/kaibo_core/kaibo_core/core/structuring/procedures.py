@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from kaibo_core.core.structuring.classify import IMPERATIVE, classify, statement_of_text
+from kaibo_core.core.structuring.classify import IMPERATIVE, classify, instruction_label, statement_of_text
 from kaibo_core.core.structuring.drafts import CandidateMemory
 from kaibo_core.core.structuring.facts import history
 from kaibo_core.core.structuring.restated import past
@@ -50,8 +50,6 @@ _ROUTE: Final = re.compile(
 )
 #: "To <goal>, <steps>" / "How to <goal>: <steps>".
 _GOAL: Final = re.compile(r"^(?:how\s+)?to\s+(?P<goal>[^,:;]{3,80}?)\s*[,:]\s", re.IGNORECASE)
-#: A short label before a colon, then an instruction in lower case ("Expense reports: email …").
-_LABELLED: Final = re.compile(r"^(?P<label>[^:]{1,60}):\s+(?P<rest>[a-z].*)$")
 #: Words too common to tell two pieces of work apart.
 _GENERIC: Final = frozenset(
     analyze("new now all process way work thing stuff everyone everything someone something nothing people")
@@ -89,9 +87,9 @@ def _goal(statement: Statement) -> frozenset[str] | None:
     goal = _GOAL.match(core)
     if goal is not None:
         return frozenset(analyze(goal.group("goal")))
-    labelled = _LABELLED.match(core)
-    if labelled is not None and IMPERATIVE.match(labelled.group("rest")):
-        return frozenset(analyze(labelled.group("label")))
+    label = instruction_label(core)
+    if label is not None:
+        return frozenset(analyze(label))
     if statement.speaker and IMPERATIVE.match(core):
         # A one-word label reads as a speaker ("Invoices: send them to billing@…").
         return frozenset(analyze(statement.speaker))
