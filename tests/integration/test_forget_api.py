@@ -459,10 +459,15 @@ def test_given_two_concurrent_forgets_of_overlapping_sets_then_two_chained_entri
     handler_env: Any,
 ) -> None:
     project = new_project()
-    remember_structured(
-        handler_env, project, "chat", "Piano lesson with Ana on Monday.", "Piano tuner visits Ana on Friday."
+    remember_structured(  # each query has a memory of its own, and one they share
+        handler_env,
+        project,
+        "chat",
+        "Piano lesson on Monday.",
+        "Piano tuner visits Ana on Friday.",
+        "Ana's violin recital is on Sunday.",
     )
-    bodies = [{"query": "piano Ana", "reason": "one"}, {"query": "piano", "reason": "two"}]
+    bodies = [{"query": "piano", "reason": "one"}, {"query": "Ana", "reason": "two"}]
     with ThreadPoolExecutor(2) as pool:
         replies = list(pool.map(lambda body: forget(project, body), bodies))
 
@@ -474,6 +479,7 @@ def test_given_two_concurrent_forgets_of_overlapping_sets_then_two_chained_entri
     named = {memory_id for entry in entries for memory_id in entry["memoryIds"]}
     assert all(get_memory(project, memory_id).body["status"] == "tombstoned" for memory_id in named)
     assert recalled_ids(project, "piano") == []
+    assert recalled_ids(project, "Ana") == []
 
 
 def test_given_a_purged_event_then_a_redelivered_or_swept_job_message_makes_nothing(handler_env: Any) -> None:
