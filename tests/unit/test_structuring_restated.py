@@ -18,7 +18,13 @@ from kaibo_core.core.recall.selection import Ranked
 from kaibo_core.core.structuring.completed import closed_tasks, reports_completion
 from kaibo_core.core.structuring.drafts import CandidateMemory, EventToStructure, Link, MemoryDraft
 from kaibo_core.core.structuring.facts import additive
-from kaibo_core.core.structuring.restated import clauses, read, replaces_value, restated_candidates
+from kaibo_core.core.structuring.restated import (
+    clauses,
+    read,
+    replaces_value,
+    restated_candidates,
+    retired_together,
+)
 from kaibo_core.core.structuring.rules import RuleStructurer
 from kaibo_core.core.structuring.statements import split_statements
 from kaibo_core.core.text import analyze, query_terms
@@ -523,3 +529,58 @@ def test_a_channel_that_says_the_subject_keeps_it_a_word_not_a_name() -> None:
     new = read("#payments-oncall topic: Pager +1 415 555 0187 (PagerDuty rotation).")
     # "Payments" opens the earlier statement; the channel says it: a shared word, not a name replaced
     assert replaces_value(new, read("Payments on-call pager: +1 415 555 0133."), same_meaning=True)
+
+
+def test_an_earlier_label_and_value_is_restated_by_a_statement_opening_with_the_label() -> None:
+    label = candidate("Staging: https://staging.kaibo.dev")
+    assert restated_candidates(
+        "Staging lives at https://stg.kaibo.dev behind the VPN.", None, "s", [label]
+    ) == [label]
+    # a noun after the label names a narrower thing; a label of its own names another
+    assert restated_candidates("Staging database lives at https://db.kaibo.dev.", None, "s", [label]) == []
+    assert restated_candidates("Staging database: https://db.kaibo.dev", None, "s", [label]) == []
+
+
+def test_a_person_and_their_number_replaced_together_are_one_contact() -> None:
+    old = "Emergency contact for the Berlin study trip: Tom Becker, +49 30 1234567."
+    assert restates("Berlin study trip emergency contact is Sofia Wagner, +49 151 7654321.", old)
+    # a name and a date replaced together are still two things
+    assert not restates(
+        "Berlin study trip emergency contact is Sofia Wagner from May 3.",
+        "Emergency contact for the Berlin study trip: Tom Becker from April 28.",
+    )
+
+
+def test_a_negation_in_a_remark_after_a_dash_does_not_guard_the_statement() -> None:
+    remark = split_statements("Trip contact is Sofia Wagner, +49 151 7654321 — Tom can't travel.").statements[
+        0
+    ]
+    assert not remark.negated
+    negated = split_statements("Trip contact is not Sofia Wagner — Tom stays on.").statements[0]
+    assert negated.negated
+
+
+def test_a_retired_memory_takes_along_its_events_memory_saying_the_same_and_nothing_else() -> None:
+    def memory(memory_id: str, content: str, subject: str | None, at: str = EARLIER) -> CandidateMemory:
+        return CandidateMemory(memory_id, "fact", content, at, "s", subject)
+
+    gone = memory("fact", "The mobile launch is on March 9, 2026.", "mobile launch")
+    said = memory("said", "App Store review is slow, mobile launch slips to March 9, 2026.", "mobile launch")
+    assert retired_together([gone], [gone, said]) == [said]
+    others = [
+        memory(
+            "other", "The mobile launch press kit is ready on March 9, 2026.", "press kit"
+        ),  # another subject
+        memory(
+            "later", "App Store review is slow, mobile launch slips to March 9, 2026.", "mobile launch", AT
+        ),
+        memory("value", "The mobile launch is on March 10, 2026.", "mobile launch"),  # another value
+        memory("words", "Launch party on March 9, 2026.", "mobile launch"),  # words of its own
+    ]
+    assert retired_together([gone], others) == []
+
+
+def test_a_name_opening_both_statements_is_a_shared_word_whatever_its_possessive() -> None:
+    # "Kenji" and "Kenji's" open the two statements: one subject, its address replaced
+    assert restates("Kenji's new address: 12 Willow Ct, apt 3", "Kenji lives at 88 Cedar Ave")
+    assert restates("Wen got a new phone: 415-555-0188", "Wen's number 415-555-0102")

@@ -525,3 +525,107 @@ def test_given_consecutive_narrative_statements_then_they_are_one_episode_and_fa
         ("fact", "Caroline: The meeting room is on the third floor."),
         ("episode", "Caroline: We talked for hours."),
     ]
+
+
+# --- session 21: clauses after a reason, first persons, dates with a time, updates taken together --
+
+
+def test_a_change_told_after_its_reason_is_read_in_its_own_clause() -> None:
+    launch = candidate("Mobile app launch is March 2, 2026.")
+    drafts = structure("App Store review is slow, mobile launch slips to March 9.", launch)
+    assert links(drafts) == [Link("supersedes", "mem_old")]
+    assert drafts[1].content == "The mobile launch is on March 9, 2026."
+    # the clause keeps the statement's guards: a hedge still changes nothing
+    assert links(structure("If App Store review is slow, mobile launch slips to March 9.", launch)) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "fact"),
+    [
+        ("Kenji: I'm taking over the upgrade PR.", "Upgrade PR is assigned to Kenji."),
+        ("I'm taking over the upgrade PR.", None),  # nobody to name: no fact "assigned to I'm"
+        ("We are taking over the billing migration.", None),
+        ("Ana: We're taking over the billing migration.", None),  # "we" is not Ana alone
+    ],
+)
+def test_a_first_person_taking_over_is_the_speaker_or_no_rewritten_fact(text: str, fact: str | None) -> None:
+    drafts = structure(text)
+    assert [d.content for d in drafts[1:]] == ([fact] if fact else [])
+
+
+@pytest.mark.parametrize(
+    ("text", "fact"),
+    [
+        ("Sprint demo got bumped to Thursday, 4pm.", "Sprint demo is on Thursday (June 4, 2026), 4pm."),
+        ("Dinner moved to Friday at 7pm.", "Dinner is on Friday (June 5, 2026) at 7pm."),
+        ("Standup moved to 9:30, since Ana is late.", "Standup is at 9:30."),
+    ],
+)
+def test_a_new_day_keeps_its_time_and_takes_on(text: str, fact: str) -> None:
+    assert [d.content for d in structure(text)][1:] == [fact]
+
+
+def test_a_broader_subject_retires_a_memory_holding_another_value_of_its_kind() -> None:
+    budget = candidate("Budget for the customer summit: $50k.")
+    assert links(structure("Summit budget raised to $65k to cover the second keynote.", budget)) == [
+        Link("supersedes", "mem_old")
+    ]
+    # without another amount in the memory, the broader subject is not enough
+    owner = candidate("Budget for the customer summit is owned by Dana.")
+    assert links(structure("Summit budget raised to $65k to cover the second keynote.", owner)) == []
+
+
+def test_an_update_retires_its_statement_and_the_fact_rewritten_from_it_together() -> None:
+    said = candidate(
+        "App Store review is slow, mobile launch slips to March 9, 2026.",
+        "mem_said",
+        "decision",
+        "mobile launch",
+    )
+    rewritten = candidate("The mobile launch is on March 9, 2026.", "mem_fact", subject="mobile launch")
+    drafts = structure("Mobile launch: March 16, final.", rewritten, said)
+    assert sorted(link.memory_id for link in links(drafts)) == ["mem_fact", "mem_said"]
+    # and by an update without a change word (read as a restatement)
+    drafts = structure("Mobile launch March 16, final.", rewritten, said)
+    assert sorted(link.memory_id for link in links(drafts)) == ["mem_fact", "mem_said"]
+
+
+def test_an_instructions_one_word_label_read_as_a_speaker_is_searched_for() -> None:
+    returns = candidate("Returns go to our warehouse at 77 Dock Rd, Newark NJ.")
+    search = FakeSearch(returns)
+    drafts = RuleStructurer().structure(event("Returns: ship to 1200 Logistics Pkwy, Allentown PA."), search)
+    assert links(drafts) == [Link("supersedes", "mem_old")]
+    assert any("Returns" in query for query in search.queries)
+
+
+@pytest.mark.parametrize(
+    ("text", "linked"),
+    [
+        ("Please welcome Olivia Grant, our new Head of Sales.", True),
+        ("Olivia Grant is our new Head of Sales.", True),
+        ("Please welcome Olivia Grant to the team.", False),  # no role named
+        ("She is our new Head of Sales.", False),  # nobody named
+        ("Olivia Grant is our new neighbor.", False),  # no role one person holds
+        ("Dana is our new accountant.", False),  # a role, but not the one the memory names
+    ],
+)
+def test_a_person_announced_in_a_role_is_the_roles_new_value(text: str, linked: bool) -> None:
+    head = candidate("Head of Sales is Marcus Feld.", subject="head of sales")
+    assert links(structure(text, head)) == ([Link("supersedes", "mem_old")] if linked else [])
+
+
+def test_a_task_done_with_where_and_when_it_was_done_still_closes_it() -> None:
+    task = candidate("Need to schedule the car's 30k-mile service.", type_="task")
+    drafts = structure("Car's 30k service is booked at Valley Toyota for Tuesday 8am.", task)
+    assert links(drafts) == [Link("supersedes", "mem_old")]
+    # "handled by" names who does it: a reassignment, not a task done
+    owner = candidate("Tomás owns the billing migration to Stripe Billing.", subject="billing migration")
+    drafts = structure("The billing migration will be handled by Grace from now on.", owner)
+    assert [d.content for d in drafts][1:] == ["The billing migration is assigned to Grace."]
+
+
+def test_a_new_pet_or_thing_announced_by_name_retires_no_first_one() -> None:
+    kitten = candidate("My kitten is Max.", subject="kitten")
+    assert links(structure("Luna is my new kitten.", kitten)) == []
+    dentist = candidate("My dentist is Dr. Alvarez.", subject="dentist")
+    assert links(structure("Priya Shah is my new dentist.", dentist)) == [Link("supersedes", "mem_old")]

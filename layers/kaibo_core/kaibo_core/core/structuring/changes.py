@@ -43,8 +43,10 @@ from kaibo_core.core.structuring.facts import (
     history,
     parse_fact,
     unresolved,
+    value_kind_has,
     value_terms,
 )
+from kaibo_core.core.structuring.restated import clauses, read
 from kaibo_core.core.structuring.statements import Statement
 
 ChangeKind = Literal[
@@ -171,6 +173,12 @@ _PATTERNS: Final[tuple[tuple[ChangeKind, re.Pattern[str]], ...]] = (
                           r"(?:postponed|delayed|pushed\s+back)", _POSTPONE_TAIL, _END)),
 )  # fmt: skip
 
+#: Where and when a thing done was done ("booked at Valley Toyota for Tuesday 8am"): no part of it.
+_DONE_DETAILS = r"(?:\s+(?:at|for|on|with|via|through|in)\s+[^,;]*?)?"
+#: The patterns that read a clause from its start ("^"): the only ones a later clause can match
+#: that the whole statement did not (the others search anywhere, up to the statement's end).
+_ANCHORED: Final = tuple((kind, pattern) for kind, pattern in _PATTERNS if pattern.pattern.startswith("^"))
+
 _DONE_PATTERNS: Final = (
     _compile(
         r"^(?:[\w'’-]+\s+){0,2}?(?:(?:have|has|had|just|'ve|finally|already)\s+)*(?:finished|completed"
@@ -182,7 +190,7 @@ _DONE_PATTERNS: Final = (
         rf"^{_DET}{_OBJ}\s*(?:(?:is|are|was|has\s+been|have\s+been)\s+)?(?:now\s+|finally\s+|all\s+)?"
         rf"(?:done|finished|complete|completed|fixed|merged|shipped|resolved|closed|submitted|deployed"
         rf"|booked|paid|sent|filed|renewed|live|sorted|handled|taken\s+care\s+of|in\s+place|up\s+and\s+running)"
-        rf"(?:\s+now)?{_END}"
+        rf"(?:\s+now)?{_DONE_DETAILS}{_END}"
     ),
 )
 #: "The pricing page is updated": a task's own verb, done (checked against the task's words).
@@ -247,8 +255,10 @@ _NO_LONGER: Final = (
     ),
 )
 #: Where a new or old value ends: a reason, a purpose or a second clause.
+#: A comma before a time of day is no end of the value ("bumped to Thursday, 4pm").
+_TIME_AFTER_COMMA = r"(?!\s*(?:at\s+)?\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\s*\d{1,2}:\d{2}\b)"
 _VALUE_TAIL: Final = _compile(
-    r"\s*(?:,(?!\d{3}\b)|[;(]|\s(?:because|since|so\s+that|so|as|due\s+to|in\s+order|for|to\s+give|to\s+allow"
+    rf"\s*(?:,(?!\d{{3}}\b){_TIME_AFTER_COMMA}|[;(]|\s(?:because|since|so\s+that|so|as|due\s+to|in\s+order|for|to\s+give|to\s+allow"
     r"|and\s+(?:tell|let|inform|notify|update|please))\b).*$"
 )
 _FOR_TOPIC: Final = _compile(r"\s+for\s+(?P<topic>\S.*)$")
@@ -523,6 +533,37 @@ def _no_longer(statement: Statement) -> Change | None:
     return None
 
 
+#: "Please welcome Olivia Grant, our new Head of Sales" and "Olivia Grant is our new Head of Sales":
+#: the role is the subject, the person its new value.
+_NEW_IN_ROLE: Final = re.compile(
+    rf"^(?:please\s+)?(?:welcome\s+|say\s+hi\s+to\s+)?(?P<name>{_NAME}(?:\s+{_NAME}){{0,2}}),?\s+(?:is\s+|as\s+)?"
+    r"(?P<det>our|the|my)\s+new\s+(?P<role>[^,.;!—–()]+?)[\s.!]*$",
+    re.IGNORECASE,
+)
+
+
+#: Roles one person holds for someone ("our new accountant"); a role named with capitals ("Head of
+#: Sales") is one too. "Luna is my new kitten" names no role: a second kitten retires no first.
+_ROLE_WORDS: Final = frozenset({
+    "manager", "lead", "head", "director", "owner", "contact", "coordinator", "officer", "chair",
+    "president", "accountant", "lawyer", "doctor", "dentist", "pediatrician", "vet", "plumber",
+    "electrician", "landlord", "editor", "assistant", "advisor", "therapist", "tutor", "coach",
+    "teacher", "babysitter", "nanny", "rep", "representative",
+})  # fmt: skip
+
+
+def _role_first(statement: Statement) -> Statement:
+    """A person announced in a role, said with the role first ("Our new Head of Sales is Olivia Grant")."""
+    match = _NEW_IN_ROLE.match(statement.core)
+    if match is None:
+        return statement
+    words = match.group("role").split()
+    if not any(word[:1].isupper() or word.lower() in _ROLE_WORDS for word in words):
+        return statement
+    core = f"{match.group('det')} new {match.group('role')} is {match.group('name')}"
+    return replace(statement, core=core[:1].upper() + core[1:], now_cue=True)
+
+
 def _restatement(statement: Statement) -> Change | None:
     change = _copula_or_fact(statement)
     if change is None or not statement.speaker:
@@ -603,6 +644,7 @@ def _switched_preference(statement: Statement) -> Change | None:
 
 def detect_change(statement: Statement) -> Change | None:
     """The change a statement states, or None (also for every guarded statement)."""
+    statement = _role_first(statement)
     if statement.label in _TASK_LABELS or history(statement) or _OBLIGATION.match(statement.core):
         return None  # "TODO: move the demo to Friday" is still to do; "used to" is history
     cancel = _negated_cancel(statement)
@@ -616,11 +658,19 @@ def detect_change(statement: Statement) -> Change | None:
     done = _task_done(statement)
     if done is not None:
         return done
-    for kind, pattern in _PATTERNS:
-        match = pattern.search(statement.core)
-        if match:
-            change = _from_pattern(kind, match)
-            return None if change is None else replace(change, fact=parse_fact(statement))
+    for part, patterns in (
+        (statement, _PATTERNS),
+        *((clause, _ANCHORED) for clause in _later_clauses(statement)),
+    ):
+        for kind, pattern in patterns:
+            match = pattern.search(part.core)
+            if match:
+                change = _from_pattern(kind, match)
+                return (
+                    None
+                    if change is None
+                    else _first_person_named(replace(change, fact=parse_fact(part)), statement)
+                )
     instead = _INSTEAD.match(statement.core)
     if instead:
         return _instead(instead)
@@ -628,6 +678,25 @@ def detect_change(statement: Statement) -> Change | None:
     if no_longer is not None:
         return no_longer
     return _done_participle(statement) or _restatement(statement)
+
+
+_FIRST_PERSON: Final = re.compile(r"(?P<who>i|we)(?:['’](?:m|ll|re|ve|d))?", re.IGNORECASE)
+
+
+def _first_person_named(change: Change, statement: Statement) -> Change:
+    """ "I'm taking over the PR": the new holder is the speaker; "we" or no speaker, unknown
+    ("assigned to I'm" is no fact)."""
+    first_person = None if change.new is None else _FIRST_PERSON.fullmatch(change.new)
+    if first_person is None:
+        return change
+    return replace(change, new=statement.speaker if first_person.group("who").lower() == "i" else None)
+
+
+def _later_clauses(statement: Statement) -> list[Statement]:
+    """The clauses after the first, each as a statement of its own: a change told after its
+    reason ("App Store review is slow, mobile launch slips to March 9")."""
+    parts = clauses(statement.core)
+    return [replace(statement, text=part, core=part) for part in parts[1:]]
 
 
 # --- matching candidates -----------------------------------------------------------------------------
@@ -655,6 +724,19 @@ def _subject_fits(subject_terms: frozenset[str], candidate: CandidateMemory, con
             return subject_terms <= content_terms
         return subject_terms < candidate_terms and old_found
     return (len(subject_terms) >= 2 or old_found) and subject_terms <= content_terms
+
+
+_HARD_KINDS: Final = frozenset({"date", "time", "amount", "number", "email", "url", "phone", "address"})
+
+
+def _value_replaced(change: Change, candidate: CandidateMemory) -> bool:
+    """The new value is of a kind the memory holds another value of ("raised to $65k" and
+    "Budget for the customer summit: $50k"): the memory's value is the one replaced, as if named."""
+    if change.new is None:
+        return False
+    new = {value for value in read(change.new).values if value[0] in _HARD_KINDS}
+    old = {value for value in read(unresolved(candidate.content)).values if value[0] in _HARD_KINDS}
+    return bool(new) and not new & old and {kind for kind, _ in new} <= {kind for kind, _ in old}
 
 
 def _says_all_of(subject: str | None, content_terms: frozenset[str]) -> bool:
@@ -745,7 +827,12 @@ def _accepts(change: Change, candidate: CandidateMemory, today: date) -> bool:
         return True
     if change.kind in _FACT_FAMILIES and _fact_conflict(change, _candidate_fact(candidate)):
         return True  # "Mia moved to Porto" retires "Mia lives in Lisbon"
-    return _subject_fits(key_terms(change.subject or ""), candidate, content_terms, old_found)
+    return _subject_fits(
+        key_terms(change.subject or ""),
+        candidate,
+        content_terms,
+        old_found or _value_replaced(change, candidate),
+    )
 
 
 def _other_holder(change: Change, candidate: CandidateMemory) -> bool:
@@ -890,7 +977,7 @@ def _preposition(change: Change, new: str, retired: Sequence[CandidateMemory]) -
             return copula.prep
     kind = value_kind(new)
     if kind == "time":
-        return "at"
+        return "on" if value_kind_has(new, "date") else "at"  # "on Thursday, 4pm"
     if kind == "date":
         relative = _RELATIVE_START.match(new) is not None  # "next week", "tomorrow": no preposition
         return "" if relative or set((change.subject or "").split()) & _TARGET_WORDS else "on"

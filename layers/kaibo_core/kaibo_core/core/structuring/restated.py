@@ -179,6 +179,8 @@ class Reading:
     owners: frozenset[str] = frozenset()
     #: Topic words it holds only because its values say them (``_with_kind_words``): no subject.
     said: frozenset[str] = frozenset()
+    #: The stems of the word after an opening word settled as a topic word ("lives" of "Staging lives at").
+    after_opening: frozenset[str] = frozenset()
     #: The stems of the first topic word, where a statement usually names its subject ("board" of
     #: "Q2 board deck is due …").
     lead: frozenset[str] = frozenset()
@@ -264,16 +266,24 @@ def _pairs(text: str) -> frozenset[tuple[str, str]]:
 
 def _settle_opening(reading: Reading, other: Reading) -> Reading:
     """The opening word is a name ("Ana will …") unless the other statement uses it as a plain
-    word; when both open with it, it is simply a word they share."""
+    word; when both open with it ("Kenji lives …", "Kenji's new address …"), it is simply a word
+    they share."""
     if reading.opening is None:
         return reading
     terms = frozenset(analyze(reading.opening))
-    same_opening = other.opening is not None and other.opening.lower() == reading.opening.lower()
-    if not terms or same_opening or terms & other.topic or terms & _code_words(other):
-        return replace(reading, topic=reading.topic | terms, opening=None, lead=terms or reading.lead)
+    if not terms or terms & (other.topic | _opening_words(other) | _code_words(other)):
+        lead = terms or reading.lead
+        return replace(
+            reading, topic=reading.topic | terms, opening=None, lead=lead, after_opening=reading.lead
+        )
     name, owner = _name(reading.opening)
     owners = reading.owners | {name} if owner else reading.owners
     return replace(reading, values=reading.values | {("name", name)}, opening=None, owners=owners)
+
+
+def _opening_words(reading: Reading) -> frozenset[str]:
+    """The stems of a reading's opening word ("Kenji's" says "kenji", as "Kenji" does)."""
+    return frozenset(analyze(reading.opening)) if reading.opening else frozenset()
 
 
 def _code_words(reading: Reading) -> frozenset[str]:
@@ -372,6 +382,8 @@ def topic_verdict(new: Reading, old: Reading) -> TopicVerdict:
     if new.label and new.label <= old.topic and old.lead <= new.label and not narrower(new, old):
         return "same"  # "Returns: ship to …" is about what "Returns go to …" is about
     own = old.topic - old.said  # "Staging: https://…" names no subject, whatever "URL" its value says
+    if old.label and own <= old.label and old.label <= new.lead and _label_is_subject(new, old.label):
+        return "same"  # "Staging: https://…" was all label and value; "Staging lives at …" opens with it
     if len(own) <= 1 and gained:
         beside = any((a in shared and b in gained) or (a in gained and b in shared) for a, b in new.pairs)
         if not own or len(new.topic) <= 2 or beside:
@@ -391,6 +403,18 @@ def topic_verdict(new: Reading, old: Reading) -> TopicVerdict:
         if len(gained) == 1:
             return "other"  # one word swapped for one other: another scope
     return _anchored(new, old)
+
+
+#: Verbs that follow a subject and say where or what it is ("Staging lives at …"), not a noun that
+#: makes it narrower ("Staging DB …").
+_WHERE_VERBS: Final = frozenset(analyze("lives runs sits points goes moved moves stays resides hosted hosts"))
+
+
+def _label_is_subject(new: Reading, label: frozenset[str]) -> bool:
+    """``new`` opens with the earlier label as its whole subject: a word after it is a verb, not a
+    noun that names a narrower thing."""
+    after = {second for first, second in new.pairs if first in label} | new.after_opening
+    return not after - _WHERE_VERBS
 
 
 def _anchored(new: Reading, old: Reading) -> TopicVerdict:
@@ -444,6 +468,8 @@ def _replaced_slot(
     replaced = {kind for kind, _ in gone} & {kind for kind, _ in added}
     if replaced == {"date", "time"}:
         return "when"
+    if "name" in replaced and replaced - {"name"} in ({"phone"}, {"email"}):
+        return "name"  # a person and their number (or address) replaced together: one contact
     return next(iter(replaced)) if len(replaced) == 1 else None
 
 
@@ -523,6 +549,32 @@ def restated_candidates(
         ):
             found.append(candidate)
     return found
+
+
+def retired_together(
+    retired: Iterable[CandidateMemory], candidates: Iterable[CandidateMemory]
+) -> list[CandidateMemory]:
+    """The candidates of the same event (stream and time) as a retired one that say what it says,
+    subject and words: an update's statement and the fact rewritten from it ("App Store review is
+    slow, mobile launch slips to March 9" and "The mobile launch is on March 9") go together, or
+    the one left behind would still answer with the old value."""
+    retired = list(retired)
+    together = []
+    for candidate in candidates:
+        if any(candidate.memory_id == gone.memory_id for gone in retired):
+            continue
+        if any(_one_saying(candidate, gone) for gone in retired):
+            together.append(candidate)
+    return together
+
+
+def _one_saying(candidate: CandidateMemory, gone: CandidateMemory) -> bool:
+    if (candidate.stream, candidate.valid_from) != (gone.stream, gone.valid_from):
+        return False
+    if not candidate.subject or candidate.subject != gone.subject:
+        return False
+    words, gone_words = frozenset(analyze(candidate.content)), frozenset(analyze(gone.content))
+    return words <= gone_words or gone_words <= words
 
 
 def labelled_text(statement: Statement, other: frozenset[str]) -> tuple[str, str]:

@@ -19,6 +19,7 @@ from kaibo_core.core.structuring.classify import (
     CHANGE_DECISION,
     COPULA_FACT,
     FALLBACK_EPISODE,
+    IMPERATIVE,
     PAST_EPISODE,
     Classification,
     classify,
@@ -41,7 +42,7 @@ from kaibo_core.core.structuring.drafts import (
 from kaibo_core.core.structuring.facts import additive, history
 from kaibo_core.core.structuring.preferred import preferred_candidates, states_choice
 from kaibo_core.core.structuring.procedures import read_route, rerouted_candidates
-from kaibo_core.core.structuring.restated import has_value, restated_candidates
+from kaibo_core.core.structuring.restated import has_value, restated_candidates, retired_together
 from kaibo_core.core.structuring.statements import Statement, split_statements
 
 #: Confidence of the one draft of a tool call, file or commit, and of an overflow episode.
@@ -218,7 +219,8 @@ class RuleStructurer:
         if not query:
             return []
         candidates = [candidate for candidate in search(query) if candidate.memory_id not in plan.linked]
-        return accepted_candidates(change, candidates, today, content)
+        retired = accepted_candidates(change, candidates, today, content)
+        return retired + retired_together(retired, candidates) if retired else []
 
     @staticmethod
     def _task_closed(
@@ -255,12 +257,14 @@ class RuleStructurer:
         valued, choice, route = has_value(text), states_choice(statement), read_route(statement)
         if not valued and not choice and route is None:
             return ()  # nothing to replace another memory's value, choice or way with: no search
-        candidates = [c for c in search(statement.text) if c.memory_id not in plan.linked]
+        candidates = [c for c in search(_search_text(statement)) if c.memory_id not in plan.linked]
         found = restated_candidates(text, statement.speaker, event.stream, candidates, self._meaning)
         if choice:
             found += preferred_candidates(statement, event.stream, candidates)
         if route is not None:
             found += rerouted_candidates(route, candidates)
+        if found:
+            found += retired_together(found, candidates)
         return plan.links_for("supersedes", [candidate.memory_id for candidate in found])
 
 
@@ -275,6 +279,14 @@ def _searched_once(search: CandidateSearch) -> CandidateSearch:
         return answers[query]
 
     return remembered
+
+
+def _search_text(statement: Statement) -> str:
+    """What a statement is searched with: its text, and an instruction's one-word label read as a
+    speaker ("Returns: ship to 1200 Logistics Pkwy …" is about returns)."""
+    if statement.speaker and IMPERATIVE.match(statement.core):
+        return f"{statement.speaker} {statement.text}"
+    return statement.text
 
 
 def _with_speaker(statement: Statement) -> str:

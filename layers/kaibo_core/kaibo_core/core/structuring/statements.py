@@ -115,6 +115,8 @@ _NEGATION: Final = re.compile(
     r"|cant|isnt|arent|didnt|doesnt|havent|hasnt|wasnt)\b",
     re.IGNORECASE,
 )
+#: A remark set off by a dash after what a statement says ("… — Tom can't travel"): its reason.
+_DASH_REMARK: Final = re.compile(r"\s[—–-]\s")
 #: Negations that state a change ("no longer", "not ... anymore") are not guards.
 _CHANGE_NEGATION: Final = re.compile(r"\bno\s+longer\b|\bany\s*more\b", re.IGNORECASE)
 _NOW_CUE: Final = re.compile(
@@ -215,7 +217,8 @@ def prepare(text: str, speaker: str | None = None, numbered: bool = False) -> St
     core = core.strip()
     bare = core.rstrip(" .!")
     question = bare.endswith("?") or bool(_QUESTION_START.match(bare) and not core.endswith((".", "!")))
-    negated = not _CHANGE_NEGATION.search(core) and bool(_NEGATION.search(core))
+    main = _DASH_REMARK.split(core, maxsplit=1)[0]  # "… is Sofia — Tom can't travel": the reason's "can't"
+    negated = not _CHANGE_NEGATION.search(core) and bool(_NEGATION.search(main))
     return Statement(
         text=text.strip(),
         core=bare.rstrip("?").strip() or core,
