@@ -584,3 +584,13 @@ def test_a_name_opening_both_statements_is_a_shared_word_whatever_its_possessive
     # "Kenji" and "Kenji's" open the two statements: one subject, its address replaced
     assert restates("Kenji's new address: 12 Willow Ct, apt 3", "Kenji lives at 88 Cedar Ave")
     assert restates("Wen got a new phone: 415-555-0188", "Wen's number 415-555-0102")
+
+
+def test_a_remark_in_the_past_after_the_new_value_does_not_make_the_statement_history() -> None:
+    old = candidate("Warehouse B has 42 pallets of SKU 9931.")
+    new = "Cycle count done: SKU 9931 in Warehouse B is 38 pallets, the other 4 were mislabeled 9913."
+    assert restated_candidates(new, None, "s", [old]) == [old]
+    # told in the past from its first clause, it is history
+    assert (
+        restated_candidates("SKU 9931 in Warehouse B was 38 pallets, the count says.", None, "s", [old]) == []
+    )

@@ -523,8 +523,8 @@ def restated_candidates(
     """The candidates that ``text`` (one statement, dates resolved, no speaker prefix) restates
     with one value replaced. A first-person statement only replaces its own speaker's values, in
     its own stream ("my flight" in two people's streams are two flights)."""
-    if past(text) or not has_value(text):
-        return []
+    if past(clauses(text)[0]) or not has_value(text):
+        return []  # a later clause may tell the past ("…, the other 4 were mislabeled"): a remark
     new = read(text)
     new_clauses = _clause_readings(text)
     first_person = _FIRST_PERSON.search(text) is not None
