@@ -431,6 +431,12 @@ def instruction_label(core: str) -> str | None:
     return label.group(1) if label is not None and IMPERATIVE.match(core[label.end() :]) else None
 
 
+def speaker_label(statement: Statement) -> str | None:
+    """The one-word label the splitter read as a speaker, when the statement is an instruction
+    under it ("Invoices: send them to billing@…", "Returns: ship to …"), or None."""
+    return statement.speaker if statement.speaker and IMPERATIVE.match(statement.core) else None
+
+
 def statement_of_text(text: str) -> Statement:
     """A stored memory's content read back as one statement (for candidates)."""
     speaker, rest = split_speaker(text.strip())

@@ -29,7 +29,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from kaibo_core.core.structuring.classify import IMPERATIVE, classify, instruction_label, statement_of_text
+from kaibo_core.core.structuring.classify import (
+    classify,
+    instruction_label,
+    speaker_label,
+    statement_of_text,
+)
 from kaibo_core.core.structuring.drafts import CandidateMemory
 from kaibo_core.core.structuring.facts import history
 from kaibo_core.core.structuring.restated import past
@@ -90,9 +95,9 @@ def _goal(statement: Statement) -> frozenset[str] | None:
     label = instruction_label(core)
     if label is not None:
         return frozenset(analyze(label))
-    if statement.speaker and IMPERATIVE.match(core):
-        # A one-word label reads as a speaker ("Invoices: send them to billing@…").
-        return frozenset(analyze(statement.speaker))
+    speaker_as_label = speaker_label(statement)
+    if speaker_as_label is not None:
+        return frozenset(analyze(speaker_as_label))
     classification = classify(statement)
     if classification is not None and classification.type == "procedure":
         return frozenset(analyze(core))

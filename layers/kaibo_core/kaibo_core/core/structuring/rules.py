@@ -19,10 +19,10 @@ from kaibo_core.core.structuring.classify import (
     CHANGE_DECISION,
     COPULA_FACT,
     FALLBACK_EPISODE,
-    IMPERATIVE,
     PAST_EPISODE,
     Classification,
     classify,
+    speaker_label,
     subject_of,
     tells_the_past,
 )
@@ -284,9 +284,8 @@ def _searched_once(search: CandidateSearch) -> CandidateSearch:
 def _search_text(statement: Statement) -> str:
     """What a statement is searched with: its text, and an instruction's one-word label read as a
     speaker ("Returns: ship to 1200 Logistics Pkwy …" is about returns)."""
-    if statement.speaker and IMPERATIVE.match(statement.core):
-        return f"{statement.speaker} {statement.text}"
-    return statement.text
+    label = speaker_label(statement)
+    return f"{label} {statement.text}" if label else statement.text
 
 
 def _with_speaker(statement: Statement) -> str:
