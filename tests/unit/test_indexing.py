@@ -93,9 +93,22 @@ def test_given_statuses_then_current_history_or_not_indexed() -> None:
     status=st.sampled_from(["provisional", "active", "superseded", "canceled"]),
     memory_type=st.sampled_from(["fact", "episode"]),
     stream=st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,20}", fullmatch=True),
+    successor=st.none() | st.from_regex(r"mem_[0-9a-z]{26}", fullmatch=True),
 )
 def test_given_any_posting_then_its_stored_form_decodes_to_it(  # noqa: PLR0917 - hypothesis arguments
-    tf: int, dl: int, valid_from: int, valid_to: int | None, status: str, memory_type: str, stream: str
+    tf: int,
+    dl: int,
+    valid_from: int,
+    valid_to: int | None,
+    status: str,
+    memory_type: str,
+    stream: str,
+    successor: str | None,
 ) -> None:
-    posting = Posting("mem_1", tf, dl, valid_from, valid_to, stream, memory_type, status)
+    posting = Posting("mem_1", tf, dl, valid_from, valid_to, stream, memory_type, status, None, successor)
     assert decode_posting("mem_1", encode_posting(posting)) == posting
+
+
+def test_a_posting_stored_before_successors_were_written_decodes_without_one() -> None:
+    posting = decode_posting("mem_1", "2|9|1000|2000|superseded|fact|chat-1")
+    assert (posting.status, posting.stream, posting.successor) == ("superseded", "chat-1", None)

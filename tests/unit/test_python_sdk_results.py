@@ -168,3 +168,10 @@ def test_given_no_item_when_explaining_then_type_error_pointing_at_abstain() -> 
         _calls.explain(RecallPack(ABSTAINED).top)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="memory id"):
         _calls.explain({"text": "no id"})
+
+
+def test_given_an_item_found_through_an_earlier_version_then_it_names_that_version() -> None:
+    found = {**item("mem_2", "Rent's $1,975 starting July.", 2), "foundVia": "mem_1"}
+    pack = RecallPack(answer(found))
+    assert pack.items[0].found_via == "mem_1"
+    assert RecallPack(answer(item("mem_3", "Rent is due on the 1st.", 3))).items[0].found_via is None

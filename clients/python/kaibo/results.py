@@ -49,7 +49,8 @@ class Citation(dict[str, Any]):
 class RecallItem(dict[str, Any]):
     """One recalled memory: ``memoryId``, ``type``, ``form``, ``text``, ``validFrom``, ``validTo``,
     ``confidence``, ``score``, ``tokens``, its ``citations`` and, when a newer item of the same
-    answer answers the question as it does, ``olderThan`` (that item's ``memoryId``)."""
+    answer answers the question as it does, ``olderThan`` (that item's ``memoryId``); when the
+    question's words matched an earlier version it retired, ``foundVia`` (that version's id)."""
 
     memory_id: WireField[str] = WireField("memoryId")
     type: WireField[str] = WireField("type")
@@ -60,6 +61,7 @@ class RecallItem(dict[str, Any]):
     score: WireField[float] = WireField("score")
     tokens: WireField[int] = WireField("tokens")
     older_than: WireField[str] = WireField("olderThan")
+    found_via: WireField[str] = WireField("foundVia")
 
     def __init__(self, answer: Mapping[str, Any]) -> None:
         super().__init__(answer)

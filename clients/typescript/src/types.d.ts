@@ -333,6 +333,7 @@ export interface RecallItem {
   tokens: number;
   citations: Citation[];
   olderThan?: string | null;
+  foundVia?: string | null;
 }
 
 export interface RecallRequest {

@@ -133,6 +133,7 @@ def recall_body(answer: RecallAnswer) -> dict[str, Any]:
                 "tokens": hit.tokens,
                 "citations": citations(hit.memory.source_events),
                 **({"olderThan": hit.older_than} if hit.older_than else {}),
+                **({"foundVia": hit.found_via} if hit.found_via else {}),
             }
             for hit in answer.items
         ],

@@ -354,6 +354,8 @@ class RecallItem(SparseWireModel):
     citations: list[Citation]
     #: A newer item of this answer that answers the question as this one does: this one is older.
     olderThan: str | None = None  # noqa: N815
+    #: The earlier version (superseded or canceled by this memory) that the question's words matched.
+    foundVia: str | None = None  # noqa: N815
 
 
 class Abstain(SparseWireModel):

@@ -131,6 +131,9 @@ def posting_of(memory: MemoryRecord, entry: TermEntry, dl: int) -> Posting:
         vector=posting_code(memory.semantic.vector)
         if memory.semantic is not None and is_cell_term(entry.term)
         else None,
+        successor=memory.superseded_by[-1]
+        if status in HISTORICAL_STATUSES and memory.superseded_by
+        else None,
     )
 
 
@@ -168,27 +171,30 @@ POSTING_SEPARATOR: Final = "|"
 
 
 def encode_posting(posting: Posting) -> str:
-    """A posting's fields as one string attribute: ``tf|dl|validFromMs|validToMs|status|type|stream``.
+    """A posting's fields as one string attribute: ``tf|dl|validFromMs|validToMs|status|type|stream``,
+    and ``|successor`` on a history posting whose memory was retired by another.
 
     One attribute instead of seven: recall deserializes hundreds of postings per question,
     and the SDK's cost is per attribute. (The memory id is in the sort key.)
     """
     valid_to = "" if posting.valid_to_ms is None else str(posting.valid_to_ms)
-    return POSTING_SEPARATOR.join(
-        (
-            str(posting.tf),
-            str(posting.dl),
-            str(posting.valid_from_ms),
-            valid_to,
-            posting.status,
-            posting.type,
-            posting.stream,
-        )
-    )
+    fields = [
+        str(posting.tf),
+        str(posting.dl),
+        str(posting.valid_from_ms),
+        valid_to,
+        posting.status,
+        posting.type,
+        posting.stream,
+    ]
+    if posting.successor is not None:
+        fields.append(posting.successor)
+    return POSTING_SEPARATOR.join(fields)
 
 
 def decode_posting(memory_id: str, encoded: str) -> Posting:
-    tf, dl, valid_from, valid_to, status, memory_type, stream = encoded.split(POSTING_SEPARATOR, 6)
+    tf, dl, valid_from, valid_to, status, memory_type, rest = encoded.split(POSTING_SEPARATOR, 6)
+    stream, _, successor = rest.partition(POSTING_SEPARATOR)
     # Positional, in field order: recall's hot loop (hundreds per question).
     return Posting(
         memory_id,
@@ -199,4 +205,6 @@ def decode_posting(memory_id: str, encoded: str) -> Posting:
         stream,
         memory_type,
         status,
+        None,
+        successor or None,
     )

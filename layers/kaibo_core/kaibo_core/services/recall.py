@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Final, Literal, NamedTuple
 from kaibo_core.core.clock import Clock, epoch_ms, format_instant, instant_ms, parse_instant, utc_now
 from kaibo_core.core.errors import UnprocessableError
 from kaibo_core.core.indexing import date_terms
-from kaibo_core.core.models.memories import STAGED, CorpusStats, MemoryRecord, TermRead
+from kaibo_core.core.models.memories import (
+    HISTORICAL_STATUSES,
+    STAGED,
+    CorpusStats,
+    MemoryRecord,
+    TermRead,
+)
 from kaibo_core.core.models.recall import AbstainReason, RecallAnswer, RecallCandidate, RecallHit, RecallQuery
 from kaibo_core.core.provisional import provisional_memory_id
 from kaibo_core.core.ranking import DEFAULT_PARAMS, Bm25Params
@@ -34,6 +40,7 @@ from kaibo_core.core.recall.scoring import (
     coverage,
     exact_score,
     score_postings,
+    successions,
     term_weights,
     visible,
 )
@@ -74,6 +81,9 @@ class RecallParams:
     #: Of two memories answering a question about now about equally well, the newer first
     #: (core/recall/recency.py); None: rank order only.
     recency: RecencyParams | None = DEFAULT_RECENCY
+    #: A question in an earlier version's words finds the version that retired it (the history
+    #: side read at every asOf: one more Query per term); False: only at a past asOf or in an audit.
+    follow_versions: bool = True
 
     def fetch_count(self, budget: int) -> int:
         return max(self.min_fetch, min(self.max_fetch, budget // self.tokens_per_fetched_item))
@@ -102,6 +112,10 @@ class RecallStats:
     #: Context: neighbour events read, and the memories of theirs that became candidates.
     context_events: int = 0
     context_candidates: int = 0
+    #: Current versions found through an earlier version the question matched, and the items read
+    #: to follow a chain of versions (a version retired again since).
+    successors: int = 0
+    successors_followed: int = 0
 
 
 #: Called once per recall with the confirmed candidates, before packing (the SSE ``candidates`` event).
@@ -151,15 +165,21 @@ class RecallService:
             types=query.types or None,
             include_superseded=query.include_superseded,
         )
-        history = query.include_superseded or as_of_ms < epoch_ms(now)
+        # The history side is read at every asOf: a question in an earlier version's words finds
+        # the version that retired it (``successions``; docs/recall.md, "Found through an earlier version").
+        history = params.follow_versions or query.include_superseded or as_of_ms < epoch_ms(now)
         semantic = self._semantic
         question = None if semantic is None else semantic.question(query.question)
         reads, cell_reads, corpus = self._read(project, terms, history, question, stats)
         stats.truncated_terms = sum(1 for r in reads if r.truncated)
         weights = term_weights({r.term: r.doc_freq for r in reads}, corpus)
-        candidates, invalid_at_as_of = score_postings(
-            {r.term: r.postings for r in reads}, weights, corpus, filters, params.bm25
+        postings = {r.term: r.postings for r in reads}
+        candidates, invalid_at_as_of = score_postings(postings, weights, corpus, filters, params.bm25)
+        through = (
+            successions(postings, weights, corpus, filters, params.bm25) if params.follow_versions else {}
         )
+        candidates = _with_successors(candidates, through)
+        stats.successors = len(through)
         stats.candidates = len(candidates)
         top = candidates[: params.fetch_count(query.budget)]
         fuse: Fusion | None = None
@@ -172,9 +192,9 @@ class RecallService:
             reason: AbstainReason = "nothing_valid_at_asof" if invalid_at_as_of else "no_match"
             return answer.abstain(reason, on_candidates), stats
 
-        top, found = self._items(project, top, stats)
+        top, found = self._items(project, top, stats, through)
         stats.fetched = len(found)
-        confirmed = _authoritative(top, found, filters, weights, corpus, params.bm25, fuse)
+        confirmed = _authoritative(top, found, filters, weights, corpus, params.bm25, fuse, through)
         ranked = [c.ranked for c in confirmed]
         stats.authority_dropped = len(top) - len(ranked)
         # Whether to answer is decided on the candidates the question found, before context.
@@ -192,7 +212,8 @@ class RecallService:
         if below:
             return answer.abstain("below_threshold", on_candidates=None), stats
 
-        return self._packed(answer, query, terms, weights, confirmed, found, stats), stats
+        via = {c.ranked.memory_id: c.via for c in confirmed if c.via is not None}
+        return self._packed(answer, query, terms, weights, confirmed, found, stats, via), stats
 
     def _packed(  # noqa: PLR0917 - what the last steps of a recall need
         self,
@@ -203,6 +224,7 @@ class RecallService:
         confirmed: list[_Confirmed],
         found: Mapping[str, MemoryRecord],
         stats: RecallStats,
+        via: Mapping[str, str],
     ) -> RecallAnswer:
         """Near-duplicates collapsed, outdated values dropped, the smallest set packed."""
         params = self.params
@@ -234,7 +256,13 @@ class RecallService:
         stats.older_marked = len(marked)
         items = [
             RecallHit(
-                found[p.memory_id], p.form, p.text, p.tokens, scores[p.memory_id], marked.get(p.memory_id)
+                found[p.memory_id],
+                p.form,
+                p.text,
+                p.tokens,
+                scores[p.memory_id],
+                marked.get(p.memory_id),
+                via.get(p.memory_id),
             )
             for p in packing.items
         ]
@@ -301,13 +329,53 @@ class RecallService:
         return _ranked_again(confirmed, scores)
 
     def _items(
-        self, project: ProjectId, candidates: list[Candidate], stats: RecallStats
+        self,
+        project: ProjectId,
+        candidates: list[Candidate],
+        stats: RecallStats,
+        through: dict[str, Candidate] | None = None,
     ) -> tuple[list[Candidate], dict[str, MemoryRecord]]:
         """The candidates' memory items, with the replacements of those structured since, each pair
-        of a provisional memory and its replacement judged from one read (``one_of_each_pair``)."""
+        of a provisional memory and its replacement judged from one read (``one_of_each_pair``),
+        and the current versions of successors retired again since (``through`` follows them)."""
         found = self._memories.get_many(project, [c.memory_id for c in candidates])
         candidates, found = self._with_replacements(project, candidates, found, stats)
+        if through:
+            candidates, found = self._following(project, candidates, found, through, stats)
         return candidates, one_of_each_pair(found)
+
+    def _following(
+        self,
+        project: ProjectId,
+        top: list[Candidate],
+        found: dict[str, MemoryRecord],
+        through: dict[str, Candidate],
+        stats: RecallStats,
+    ) -> tuple[list[Candidate], dict[str, MemoryRecord]]:
+        """A successor retired again since (a chain of versions: A, then B, then C) stands for the
+        version that retired it, read in one more request per step (only then; at most
+        ``MAX_VERSION_HOPS``). ``through`` is updated to name the later version."""
+        for _ in range(MAX_VERSION_HOPS):
+            moved = {
+                memory_id: memory.superseded_by[-1]
+                for memory_id, memory in found.items()
+                if memory_id in through and memory.status in HISTORICAL_STATUSES and memory.superseded_by
+            }
+            if not moved:
+                break
+            missing = [later for later in dict.fromkeys(moved.values()) if later not in found]
+            if missing:
+                found = {**found, **self._memories.get_many(project, missing)}
+                stats.successors_followed += len(missing)
+            present = {c.memory_id for c in top}
+            for earlier, later in moved.items():
+                candidate = through.pop(earlier)
+                if later not in through or through[later].score < candidate.score:
+                    through[later] = candidate
+                if later not in present:
+                    top = [*top, Candidate(later, candidate.score, candidate.matched, 0)]
+                    present.add(later)
+        return top, found
 
     def _with_replacements(
         self,
@@ -325,6 +393,25 @@ class RecallService:
         stats.replacements_fetched += len(more)
         extra = [Candidate(memory_id, 0.0, frozenset(), 0) for memory_id in missing if memory_id in more]
         return [*top, *extra], {**found, **more}
+
+
+#: Versions followed from an earlier version's successor to the current one (A → B → C …).
+MAX_VERSION_HOPS: Final = 3
+
+
+def _with_successors(candidates: list[Candidate], through: Mapping[str, Candidate]) -> list[Candidate]:
+    """``candidates`` with each successor (``successions``) scored at least as its earlier version,
+    ranked again (ties: newer first, then id)."""
+    if not through:
+        return candidates
+    by_id = {c.memory_id: c for c in candidates}
+    for successor, earlier in through.items():
+        own = by_id.get(successor)
+        if own is None or own.score < earlier.score:
+            matched = earlier.matched | (own.matched if own is not None else frozenset())
+            valid_from = own.valid_from_ms if own is not None else 0
+            by_id[successor] = Candidate(successor, earlier.score, matched, valid_from)
+    return sorted(by_id.values(), key=lambda c: (-c.score, -c.valid_from_ms, c.memory_id))
 
 
 def replacements_to_fetch(found: Mapping[str, MemoryRecord]) -> list[str]:
@@ -374,9 +461,10 @@ def _ranked_again(confirmed: Sequence[_Confirmed], scores: Mapping[str, float]) 
         score = scores[c.ranked.memory_id]
         lift = score - c.ranked.score
         rescored.append(
-            _Confirmed(
-                replace(c.ranked, score=score, context_lift=lift),
-                replace(c.textual, score=score, context_lift=lift),
+            replace(
+                c,
+                ranked=replace(c.ranked, score=score, context_lift=lift),
+                textual=replace(c.textual, score=score, context_lift=lift),
             )
         )
     return sorted(
@@ -436,12 +524,15 @@ def _authoritative(  # noqa: PLR0917 - the inputs of the exact rescoring
     corpus: CorpusStats,
     bm25: Bm25Params,
     fuse: Fusion | None = None,
+    through: Mapping[str, Candidate] | None = None,
 ) -> list[_Confirmed]:
     """The candidates whose memory items confirm them (status, validity, filters), rescored
     exactly from the items' own terms and ranked again.
 
     Postings are read bounded, so a candidate may have missed a frequent term's contribution
-    past the cut; its item has every term. Ties: newer ``validFrom``, then id.
+    past the cut; its item has every term. Ties: newer ``validFrom``, then id. A current version
+    found through an earlier one (``through``) scores as the better of the two and counts the
+    question terms the earlier one matched.
     """
     confirmed: list[tuple[float, int, str, _Confirmed]] = []
     for candidate in top:
@@ -455,6 +546,11 @@ def _authoritative(  # noqa: PLR0917 - the inputs of the exact rescoring
         text_terms = _text_terms(memory.content)
         terms = text_terms + date_terms(memory)
         lexical = exact_score(Counter(terms), len(terms), weights, corpus, bm25)
+        earlier = None if through is None else through.get(memory.id)
+        via = None
+        if earlier is not None and earlier.score > lexical:
+            lexical, via = earlier.score, earlier.memory_id
+            terms = terms + sorted(earlier.matched - set(terms))
         score, cosine = (lexical, None) if fuse is None else fuse(memory, lexical)
         # With recall by meaning, each channel's own score is kept beside the fused one.
         own_lexical = None if fuse is None else lexical
@@ -479,6 +575,7 @@ def _authoritative(  # noqa: PLR0917 - the inputs of the exact rescoring
                 own_lexical,
                 cosine,
             ),
+            via,
         )
         confirmed.append((-score, -valid_from, memory.id, entry))
     return [entry for *_, entry in sorted(confirmed, key=lambda item: item[:3])]
@@ -512,6 +609,8 @@ class _Scoring(NamedTuple):
 class _Confirmed:
     ranked: Ranked  # all the memory's terms: what coverage and the smallest set count
     textual: Ranked  # its text's terms only: what near-duplicate detection compares
+    #: The earlier version it was found through (it matched the question better than this one).
+    via: str | None = None
 
 
 def _collapse(confirmed: Sequence[_Confirmed]) -> list[Ranked]:

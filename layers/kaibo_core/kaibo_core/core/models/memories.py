@@ -115,6 +115,10 @@ class Posting(NamedTuple):
     status: str
     #: A semantic posting (a cell's): the memory's vector (kaibo_core.core.semantic.vectors).
     vector: str | None = None
+    #: A history posting (superseded or canceled): the memory that retired it, so that a question
+    #: in the earlier version's words finds the current one (docs/recall.md, "Found through an
+    #: earlier version").
+    successor: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

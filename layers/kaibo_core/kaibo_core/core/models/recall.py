@@ -41,6 +41,8 @@ class RecallHit:
     score: float
     #: A newer packed memory that answers the question as this one does (core/recall/recency.py).
     older_than: str | None = None
+    #: The earlier version, superseded or canceled by this memory, that the question's words matched.
+    found_via: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,6 +63,14 @@ def term_weights(doc_freqs: Mapping[str, int], corpus: CorpusStats) -> dict[str,
     return {term: idf(n_docs, df) for term, df in doc_freqs.items()}
 
 
+def _length_terms(corpus: CorpusStats, params: Bm25Params) -> tuple[float, float, float]:
+    """BM25's k1 and the two parts of its length normalisation, hoisted out of the hot loops:
+    ``tf / (tf + base + per_term * dl)`` is ``tf / (tf + k1 * (1 - b + b * dl / avgdl))``."""
+    k1, b = params.k1, params.b
+    avgdl = corpus.avg_doc_len
+    return k1, (k1 * (1 - b) if avgdl > 0 else k1), (k1 * b / avgdl if avgdl > 0 else 0.0)
+
+
 def score_postings(
     postings_by_term: Mapping[str, Sequence[Posting]],
     weights: Mapping[str, float],
@@ -76,10 +84,7 @@ def score_postings(
     The hot loop of recall (hundreds of postings per question): ``visible`` inlined,
     BM25's per-term and per-corpus constants hoisted.
     """
-    k1, b = params.k1, params.b
-    avgdl = corpus.avg_doc_len
-    length_base = k1 * (1 - b) if avgdl > 0 else k1
-    length_per_term = k1 * b / avgdl if avgdl > 0 else 0.0
+    k1, length_base, length_per_term = _length_terms(corpus, params)
     as_of, include_ended = filters.as_of_ms, filters.include_superseded
     streams, types = filters.streams, filters.types
     scores: dict[str, float] = {}
@@ -141,3 +146,51 @@ def coverage(terms: Iterable[str], weights: Mapping[str, float]) -> float:
     if total <= 0:
         return 0.0
     return sum(weights.get(term, 0.0) for term in set(terms)) / total
+
+
+def successions(
+    postings_by_term: Mapping[str, Sequence[Posting]],
+    weights: Mapping[str, float],
+    corpus: CorpusStats,
+    filters: RecallFilters,
+    params: Bm25Params = DEFAULT_PARAMS,
+) -> dict[str, Candidate]:
+    """The memories that retired a version the question matches, ended at ``asOf`` (docs/recall.md,
+    "Found through an earlier version"): {successor id: the earlier version as a candidate, its
+    BM25 score and matched terms}, the best earlier version of each successor.
+
+    "Rent for the Maple St apartment is $1,850" superseded by "Rent's $1,975 starting July": the
+    question "How much is the rent on the Maple St apartment?" matches the earlier text; its
+    current version answers it. Not with ``includeSuperseded``: every version is then its own
+    candidate. The successor is confirmed by its own item like every candidate.
+    """
+    if filters.include_superseded:
+        return {}
+    k1, length_base, length_per_term = _length_terms(corpus, params)
+    streams, types = filters.streams, filters.types
+    scores: dict[str, float] = {}
+    matched: dict[str, set[str]] = {}
+    retired_by: dict[str, str] = {}
+    for term, postings in postings_by_term.items():
+        saturation = weights.get(term, 0.0) * (k1 + 1.0)
+        for posting in postings:
+            successor = posting.successor
+            if successor is None or posting.status not in HISTORICAL_STATUSES:
+                continue
+            if posting.valid_to_ms is None or posting.valid_to_ms > filters.as_of_ms:
+                continue  # still valid at asOf: a version of its own, not ended
+            if (streams is not None and posting.stream not in streams) or (
+                types is not None and posting.type not in types
+            ):
+                continue
+            memory, tf = posting.memory_id, posting.tf
+            gain = saturation * tf / (tf + length_base + length_per_term * posting.dl)
+            scores[memory] = scores.get(memory, 0.0) + gain
+            matched.setdefault(memory, set()).add(term)
+            retired_by[memory] = successor
+    found: dict[str, Candidate] = {}
+    for memory in sorted(scores, key=lambda m: (-scores[m], m)):
+        successor = retired_by[memory]
+        if successor not in found:
+            found[successor] = Candidate(memory, scores[memory], frozenset(matched[memory]), 0)
+    return found

@@ -27,6 +27,7 @@ from kaibo_core.core.structuring.classify import (
     tells_the_past,
 )
 from kaibo_core.core.structuring.completed import closed_tasks, reports_completion
+from kaibo_core.core.structuring.cued import cued_candidates, cues_change, tells_change_done
 from kaibo_core.core.structuring.dates import local_date, resolve_dates
 from kaibo_core.core.structuring.drafts import (
     MAX_DRAFTS_PER_EVENT,
@@ -65,6 +66,8 @@ class _Plan:
     #: Consecutive plain episode statements, kept together as one memory (see ``flush_episodes``).
     episodes: list[tuple[Statement, str, float]] = field(default_factory=list)
     occurred_at: str = ""
+    #: The whole message: its other sentences name what a short one is about.
+    message: str = ""
 
     def flush_episodes(self) -> None:
         """One episode for a run of consecutive narrative statements: a story told in three
@@ -137,6 +140,7 @@ class RuleStructurer:
         today = local_date(event.occurred_at, event.time_zone)
         split = split_statements(text)
         plan.occurred_at = event.occurred_at
+        plan.message = " ".join(statement.text for statement in split.statements)
         search = _searched_once(search)
         for statement in split.statements:
             if plan.full:
@@ -162,7 +166,7 @@ class RuleStructurer:
         if change is None and classification.type == "episode":
             # A plain statement no type fits may still give a plan a new value ("Team lunch at
             # Ramen Taka" after "Team lunch at Sushi Ko"); an episode told in the past never does.
-            plain = classification.confidence == FALLBACK_EPISODE
+            plain = classification.confidence == FALLBACK_EPISODE or tells_change_done(statement.text)
             links = self._restated(event, statement, today, search, plan) if plain else ()
             if not links:
                 text = resolve_dates(statement.text, today, past=tells_the_past(statement)).text
@@ -263,9 +267,31 @@ class RuleStructurer:
             found += preferred_candidates(statement, event.stream, candidates)
         if route is not None:
             found += rerouted_candidates(route, candidates)
+        if not found and valued:
+            found = cued_candidates(
+                text,
+                plan.message,
+                self._wider(statement, candidates, search, plan),
+                speaker=statement.speaker,
+                stream=event.stream,
+                meaning=self._meaning,
+            )
         if found:
             found += retired_together(found, candidates)
         return plan.links_for("supersedes", [candidate.memory_id for candidate in found])
+
+    @staticmethod
+    def _wider(
+        statement: Statement, candidates: list[CandidateMemory], search: CandidateSearch, plan: _Plan
+    ) -> list[CandidateMemory]:
+        """``candidates`` and, for a statement that says a value changed, those its whole message
+        finds (its other sentences name the subject: "Greenline can't do the 8th anymore. They've
+        put us down for August 15 instead."): one more search, once per message (``_searched_once``:
+        a message of one statement is not searched again)."""
+        if not cues_change(statement.text):
+            return candidates
+        seen = {candidate.memory_id for candidate in candidates} | plan.linked
+        return candidates + [c for c in search(plan.message) if c.memory_id not in seen]
 
 
 def _searched_once(search: CandidateSearch) -> CandidateSearch:

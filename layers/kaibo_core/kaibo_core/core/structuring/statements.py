@@ -106,7 +106,7 @@ _MAY_HEDGE: Final = re.compile(
 )
 _REPORTED: Final = re.compile(
     r"\b(?:said|says|say|told|tells|mention(?:s|ed)?|asked|asks|claim(?:s|ed)?|believes?|thinks"
-    r"|heard|hear|according to|reportedly|wants to know|wrote that|emailed that|reckons?)\b",
+    r"|heard|hear|according to|reportedly|wants to know|wrote that|emailed that|reckons?|swears?|insists?)\b",
     re.IGNORECASE,
 )
 _NEGATION: Final = re.compile(
@@ -115,6 +115,9 @@ _NEGATION: Final = re.compile(
     r"|cant|isnt|arent|didnt|doesnt|havent|hasnt|wasnt)\b",
     re.IGNORECASE,
 )
+#: Where a reason or a purpose joins what a statement says.
+_REASON_JOIN: Final = re.compile(r",?\s+(?:so|because|since|as)\s+(?:that\s+)?", re.IGNORECASE)
+_DIGIT: Final = re.compile(r"\d")
 #: A remark set off by a dash after what a statement says ("… — Tom can't travel"): its reason.
 _DASH_REMARK: Final = re.compile(r"\s[—–-]\s")
 #: Negations that state a change ("no longer", "not ... anymore") are not guards.
@@ -205,6 +208,20 @@ def _strip_fillers(core: str) -> tuple[str, bool]:
     return core, cue
 
 
+def _negated(text: str) -> bool:
+    """A negation in what the statement says, not in its reason or purpose joined by "so" or
+    "because" when that part holds no value ("Rosa's renovation won't be finished in time, so
+    Christmas is at my parents' place"; "… on Wednesdays at 16:00 so the SF folks don't have to dial
+    in at 8am" still says its value)."""
+    parts = _REASON_JOIN.split(text)
+    negative = [part for part in parts if _NEGATION.search(part)]
+    if not negative:
+        return False
+    if len(negative) == len(parts):
+        return True
+    return any(_DIGIT.search(part) for part in negative)
+
+
 def prepare(text: str, speaker: str | None = None, numbered: bool = False) -> Statement:
     """The cues of one statement (``text`` without the speaker prefix)."""
     core = _BULLET.sub("", text, count=1) if not numbered else text
@@ -218,7 +235,7 @@ def prepare(text: str, speaker: str | None = None, numbered: bool = False) -> St
     bare = core.rstrip(" .!")
     question = bare.endswith("?") or bool(_QUESTION_START.match(bare) and not core.endswith((".", "!")))
     main = _DASH_REMARK.split(core, maxsplit=1)[0]  # "… is Sofia — Tom can't travel": the reason's "can't"
-    negated = not _CHANGE_NEGATION.search(core) and bool(_NEGATION.search(main))
+    negated = not _CHANGE_NEGATION.search(core) and _negated(main)
     return Statement(
         text=text.strip(),
         core=bare.rstrip("?").strip() or core,

@@ -1,0 +1,320 @@
+"""Updates told in other words, with a cue that something changed (docs/structuring-rules.md,
+"Cued, in other words").
+
+People rarely restate a value with the words they first used: "SOC 2 evidence needs to be uploaded
+to Vanta by April 17" is followed a week later by "Heads up — the audit firm asked for more time.
+Evidence upload cutoff is now May 1." The restatement reading (``restated``) asks most of the
+earlier statement's words to come back; here they do not. What the later statement does carry is a
+cue that a value changed ("now", "instead", "anymore", "pushed", "switched", "from now on") and a
+value of the kind the earlier one holds. This reading links such a statement to the one earlier
+memory that holds another value of that kind and shares the most subject words with the whole
+message (its other sentences name the subject too: "Greenline can't do the 8th anymore. They've put
+us down for August 15 instead."), and only when that memory is the clear best.
+
+Guards: the statement's own (questions, hedges, proposals, reported speech, history, additions)
+are checked by the caller; here, another speaker's value, a value of another person (both name
+people, none in common), an owner of the earlier value the message does not name ("Acme's contract
+…"), and a tie between two memories (which one changed?) link nothing.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Final
+
+from kaibo_core.core.structuring.drafts import CandidateMemory, Meaning
+from kaibo_core.core.structuring.restated import (
+    _POSSESSIVE_END,
+    _SOLE_ROLES,
+    NOT_NAMES,
+    Reading,
+    current_value,
+    past,
+    read,
+    settle_openings,
+)
+from kaibo_core.core.text import analyze
+
+#: Words that say a value changed.
+CUE: Final = re.compile(
+    r"\b(now|instead|any ?more|no longer|from now on|going forward|from (?:today|monday|next week)|"
+    r"as of|starting|effective|from here(?: on)?|moved|moving|pushed|bumped|slipp(?:ed|ing)|slips|"
+    r"shifted|switched|switching|changed|changing|rescheduled|replaced|replacing|"
+    r"(?<!\ba )(?<!another )new|updated|correction|actually|scratch that|after all|took over|taking over|"
+    r"takes over|handed (?:over|off)|reassigned|rebranded|renamed|these days)\b",
+    re.IGNORECASE,
+)
+#: Words that name no subject: what is said of any value, of time, of talk.
+_GENERIC: Final = frozenset(
+    analyze(
+        "is are be been get got go going goes need needs make do done will can have has use used come "
+        "coming want thing things time times day days week weeks month months morning afternoon "
+        "evening tonight today tomorrow yesterday next last this that same still just also really please "
+        "thanks okay ok all one two new now instead anymore longer starting effective moved pushed "
+        "switched changed updated correction actually after final heads up fyi reminder update note "
+        "until from before later soon"
+    )
+)
+#: Subject words the message and the earlier memory must share, with a change cue and without.
+MIN_SHARED_WORDS: Final = 2
+MIN_SHARED_UNCUED: Final = 3
+#: Share of an earlier role's words ("tech lead for search") a message giving it to someone else repeats.
+MIN_ROLE_SHARE: Final = 0.5
+#: What a role is for ("tech lead for search", "point of contact for Globex"): each must be repeated.
+_SCOPE: Final = re.compile(r"\b(?:for|on)\s+(?:the\s+)?([\w'’-]+(?:\s+[\w'’-]+)?)", re.IGNORECASE)
+#: What a value is for, a thing named in common words ("for the mortgage", "on the billing cluster"),
+#: not a person ("ask for Dr. Ferreira") nor a value ("on 0171 552 7410").
+_THING_SCOPE: Final = re.compile(
+    r"\b(?i:for|on)\s+(?:(?i:the|our|my|your|their)\s+)?([a-z][\w'’-]*(?:\s+[a-z][\w'’-]*)?)"
+)
+#: A verb in the past where a statement's first word names its subject in others (stems).
+_TOLD_VERB: Final = re.compile(r"\w+ed|went|got|came|made|took|gave|left|sent|put|set|ran|becam|bought|sold")
+_DURATION: Final = re.compile(
+    r"\bfor\s+(?:about\s+|almost\s+|nearly\s+|over\s+|around\s+)?(\w+)\s+(?:hour|day|week|month|year)s?\b",
+    re.IGNORECASE,
+)
+#: What names a period: a year, a quarter, a fiscal year, a season, a term, this or next year.
+_PERIOD: Final = re.compile(
+    r"\b(?:(?:fy|h[12])?\s?'?(?:19|20)\d\d|q[1-4]|fy\d\d|spring|summer|autumn|fall|winter|"
+    r"(?:this|next|last)\s+(?:year|term|semester|season|quarter)|semester|term)\b",
+    re.IGNORECASE,
+)
+_CHANGE_FROM: Final = re.compile(
+    r"\b(?:from|starting(?:\s+(?:in|with))?|as\s+of|beginning|effective)\s+(?:the\s+)?(?:next\s+)?\S+(?:\s+term)?",
+    re.IGNORECASE,
+)
+_DATE_WITH_YEAR: Final = re.compile(
+    r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+(?:19|20)\d\d\b"
+    r"|\b(?:19|20)\d\d-\d\d-\d\d\b|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|"
+    r"nov|dec)[a-z]*,?\s+(?:19|20)\d\d\b",
+    re.IGNORECASE,
+)
+#: A new thing opened or added beside the earlier one ("is opening a new satellite clinic at …").
+_NEW_THING: Final = re.compile(
+    r"\b(?:open|add|launch|start|hir|set(?:ting)?\s+up)(?:s|ed|ing|e|es)?\s+(?:a|an|another)\s+(?:new\s+|second\s+)?",
+    re.IGNORECASE,
+)
+_ORDINAL: Final = re.compile(r"(?:[1-9]|[12]\d|3[01])(?:st|nd|rd|th)")
+_VERSION: Final = re.compile(r"v\d+(?: \d+)*")
+_OPENING: Final = re.compile(r"\s*([A-Z][\w'’-]*)\s+([\w'’-]+)")
+
+
+#: A change done, told in the past with its new value: "We raised the upload cap to 100 MB".
+_DONE_CHANGE: Final = re.compile(
+    r"\b(?:raised|lowered|increased|decreased|cut|reduced|bumped|pushed|moved|shifted|switched|changed|"
+    r"extended|tightened|upped|swapped|rescheduled|postponed)\b[^.;]*?\b(?:to|until)\b",
+    re.IGNORECASE,
+)
+
+
+def tells_change_done(text: str) -> bool:
+    """The statement tells, in the past, a change made to a value ("we cut the budget to $40k"):
+    history in form, the current value in fact."""
+    return _DONE_CHANGE.search(text) is not None
+
+
+def cues_change(text: str) -> bool:
+    """The statement says that a value changed ("now", "instead", "pushed", …)."""
+    return CUE.search(text) is not None
+
+
+def _subject_words(text: str, reading: Reading) -> frozenset[str]:
+    values = frozenset(analyze(" ".join(value for kind, value in reading.values if kind != "name")))
+    return frozenset(analyze(text)) - _GENERIC - values
+
+
+@lru_cache(maxsize=16)
+def _message_terms(message: str) -> tuple[frozenset[str], frozenset[str]]:
+    """A message's terms and its subject words, read once for all its statements."""
+    return frozenset(analyze(message)), _subject_words(message, read(message))
+
+
+def _valued(reading: Reading, text: str) -> Reading:
+    """``reading`` without the numbers that are no value of a thing: a number in words ("my favorite
+    one", "two blocks from the school"), and how long something went on ("I've been playing for
+    about four months now")."""
+    durations = {match.lower() for match in _DURATION.findall(text)}
+    values = frozenset(
+        (kind, value)
+        for kind, value in reading.values
+        if kind != "number" or (value not in durations and any(char.isdigit() for char in value))
+    )
+    return replace(reading, values=values) if values != reading.values else reading
+
+
+def _periods(text: str) -> frozenset[str]:
+    """The periods a statement is about: a year, a quarter, a season or term, this or next year
+    ("Q3 OKR", "FY2027 budget", "summer hours", "next year's calendar"); not one a change starts
+    from ("from the summer term school dinners cost £2.85": when the new value holds)."""
+    undated = _DATE_WITH_YEAR.sub(" ", _CHANGE_FROM.sub(" ", text))  # "June 2, 2026" is a day, not a period
+    return frozenset(match.lower() for match in _PERIOD.findall(undated))
+
+
+def _kinds(values: Iterable[tuple[str, str]]) -> set[str]:
+    """The kinds of ``values``, a day of the month ("the 31st") a date and a version ("v3.2") a number."""
+    kinds = set()
+    for kind, value in values:
+        if kind == "number" and _ORDINAL.fullmatch(value):
+            kinds.add("date")
+        elif kind == "code" and _VERSION.fullmatch(value):
+            kinds.add("number")
+        else:
+            kinds.add(kind)
+    return kinds
+
+
+def _leads(new: Reading, old: Reading) -> frozenset[str]:
+    """The first topic words both statements share, their opening words settled (``Reading.lead``):
+    where both name their subject."""
+    settled_new, settled_old = settle_openings(new, old)
+    return settled_new.lead & settled_old.lead
+
+
+def _names(reading: Reading) -> frozenset[str]:
+    return frozenset(value for kind, value in reading.values if kind == "name")
+
+
+def _owners(reading: Reading) -> frozenset[str]:
+    """Whose value the statement says it is ("Acme's contract value …", "… for Acme's renewal")."""
+    opening = reading.opening or ""
+    owner = {_POSSESSIVE_END.sub("", opening.lower())} if _POSSESSIVE_END.search(opening) else set()
+    return reading.owners | owner
+
+
+def _named_subject(text: str, said: frozenset[str]) -> frozenset[str]:
+    """A capitalized first word that names the subject: followed by a word the earlier statement
+    says ("Android release target …" after "The iOS app release …"), not a remark's first word
+    ("Small correction from the SDK team: …")."""
+    opening = _OPENING.match(text)
+    if opening is None or opening.group(1).lower() in NOT_NAMES:
+        return frozenset()
+    if not frozenset(analyze(opening.group(2))) & said:
+        return frozenset()
+    return frozenset({_POSSESSIVE_END.sub("", opening.group(1).lower())})
+
+
+@dataclass(frozen=True, slots=True)
+class _Update:
+    """The statement read for this reading, with its message."""
+
+    text: str
+    reading: Reading
+    message: str
+    #: The kinds of value it can give an earlier memory.
+    kinds: frozenset[str]
+
+
+def _other_subject(update: _Update, old: Reading, old_text: str, slot_is_name: bool) -> bool:
+    """The two statements are about two things, whatever words they share: the earlier one's
+    owner is not in the message ("Acme's contract value …" and "Globex closed! Contract value …");
+    the later one names its subject, a name the earlier one does not say ("Android release target is
+    June 11" after "The iOS app release is … June 4"); for a person replaced in a role, the earlier
+    role is not repeated ("tech lead for search" and "tech lead for billing")."""
+    said, told = frozenset(analyze(old_text)), _message_terms(update.message)[0]
+    if any(not frozenset(analyze(owner)) <= told for owner in _owners(old)):
+        return True
+    if slot_is_name:
+        role = _subject_words(old_text, old) - frozenset(analyze(" ".join(_names(old))))
+        if len(role & told) < MIN_ROLE_SHARE * len(role):
+            return True
+        return any(not frozenset(analyze(scope)) & told for scope in _SCOPE.findall(old_text))
+    subject = _subject_names(update.text, update.reading) | _named_subject(update.text, said)
+    if any(not frozenset(analyze(name)) <= said for name in subject):
+        return True
+    return _other_scope(update.text, old_text, told) or _other_lead(update, old, said, told)
+
+
+def _other_scope(text: str, old_text: str, told: frozenset[str]) -> bool:
+    """Each says what its value is for, and they differ: "Autopay for the mortgage … on the 3rd" and
+    "New autopay date for the savings transfer is the 10th"."""
+    theirs = [frozenset(analyze(scope)) for scope in _THING_SCOPE.findall(old_text)]
+    ours = [frozenset(analyze(scope)) for scope in _THING_SCOPE.findall(text)]
+    return bool(theirs and ours) and any(scope and not scope & told for scope in theirs)
+
+
+def _other_lead(update: _Update, old: Reading, said: frozenset[str], told: frozenset[str]) -> bool:
+    """Each names first a thing the other never says: "Rent on the Elm Street flat is £1,150" and
+    "Updated: the Elm Street deposit is now £1,725" (the rent and the deposit of one flat)."""
+    new_lead, old_lead = settle_openings(update.reading, old)
+    if any(_TOLD_VERB.fullmatch(word) for word in new_lead.lead):
+        return False  # "Paws & Whiskers went to a new phone system": a verb, no thing named
+    return bool(new_lead.lead and old_lead.lead) and not new_lead.lead & said and not old_lead.lead & told
+
+
+def _subject_names(text: str, reading: Reading) -> frozenset[str]:
+    """The names written before the statement's first value of another kind: its subject's."""
+    lowered = text.lower()
+    first = min(
+        (lowered.find(value.split()[0]) for kind, value in reading.values if kind != "name" and value),
+        default=-1,
+    )
+    head = lowered[: first if first >= 0 else len(text)]
+    return frozenset(name for name in _names(reading) if name.split()[0] in head)
+
+
+def cued_candidates(
+    text: str,
+    message: str,
+    candidates: Iterable[CandidateMemory],
+    *,
+    speaker: str | None,
+    stream: str,
+    meaning: Meaning | None = None,
+) -> list[CandidateMemory]:
+    """The one candidate that ``text`` (a statement with a value, dates resolved) gives another
+    value, found by the subject words of the whole ``message`` (two in common with a change cue,
+    three without); [] when none is close enough or several are as close."""
+    reading = _valued(read(text), text)
+    kinds = _kinds(reading.values) - {"name"}
+    if reading.topic & _SOLE_ROLES:
+        kinds |= {"name"}  # "Kwame Mensah is primary on payments-api"
+    if not kinds or past(text) or _NEW_THING.search(text):
+        return []
+    cued = cues_change(text)
+    update = _Update(text, reading, message, frozenset(kinds))
+    own = _message_terms(text)[1]
+    scored: list[tuple[int, float, CandidateMemory]] = []
+    for candidate in candidates:
+        shared = _shared_subject(update, candidate, speaker, stream)
+        if not cued and not shared & own:
+            continue  # only a statement that says a value changed may leave its subject to the others
+        # One word in common is enough where both statements name their subject with it ("Rent's
+        # $1,975 starting July" and "Rent for the Maple St apartment is $1,850").
+        leading = cued and bool(shared) and shared <= _leads(update.reading, read(candidate.content))
+        if len(shared) < (MIN_SHARED_WORDS if cued else MIN_SHARED_UNCUED) and not leading:
+            continue
+        cosine = (meaning(text, candidate) if meaning is not None else None) or 0.0
+        scored.append((len(shared), cosine, candidate))
+    if not scored:
+        return []
+    scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
+    if len(scored) > 1 and scored[1][:2] == scored[0][:2]:
+        return []  # two memories as close: which one changed?
+    return [scored[0][2]]
+
+
+def _shared_subject(
+    update: _Update, candidate: CandidateMemory, speaker: str | None, stream: str
+) -> frozenset[str]:
+    """The subject words ``candidate`` shares with the update's message; none when the update
+    gives it no other value or the guards part them."""
+    if candidate.stream != stream:
+        return frozenset()
+    statement = current_value(candidate)
+    if statement is None:
+        return frozenset()
+    if speaker and statement.speaker and speaker.lower() != statement.speaker.lower():
+        return frozenset()  # another speaker's value: a disagreement, not an update
+    old = _valued(read(statement.text), statement.text)
+    new = update.reading
+    replaced = _kinds(old.values - new.values) & _kinds(new.values - old.values) & update.kinds
+    if not replaced or _other_subject(update, old, statement.text, replaced == {"name"}):
+        return frozenset()
+    if _periods(update.message) - _periods(statement.text) and _periods(statement.text):
+        return frozenset()  # "FY2026 marketing budget …" and "the FY2027 marketing budget …": two periods
+    return _subject_words(statement.text, old) & _message_terms(update.message)[1]

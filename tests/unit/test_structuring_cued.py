@@ -1,0 +1,323 @@
+"""Updates told in other words (#15 item 2): a statement with a value of the kind an earlier memory
+holds, and a cue that it changed, retires the one earlier memory that shares the most subject words
+with the whole message; guards keep other subjects, other speakers, history and ties apart.
+
+docs/structuring-rules.md, "Cued, in other words".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from kaibo_core.core.structuring.cued import cued_candidates, cues_change, tells_change_done
+from kaibo_core.core.structuring.drafts import CandidateMemory, EventToStructure
+from kaibo_core.core.structuring.rules import RuleStructurer
+from kaibo_core.core.structuring.statements import prepare, split_statements
+from kaibo_core.core.text import analyze, query_terms
+
+AT = "2026-06-02T09:30:00.000Z"
+EARLIER = "2026-06-01T09:00:00.000Z"
+
+
+def memories(*texts: str) -> list[CandidateMemory]:
+    return [CandidateMemory(f"mem_{i}", "fact", text, EARLIER, "s") for i, text in enumerate(texts)]
+
+
+def linked(message: str, *earlier: str) -> list[str]:
+    """The ids of the earlier memories the rule structurer links ``message`` to."""
+    candidates = memories(*earlier)
+
+    def search(query: str) -> Sequence[CandidateMemory]:
+        wanted = set(query_terms(query))
+        return [c for c in candidates if wanted & set(analyze(c.content))]
+
+    event = EventToStructure("evt_1", "s", 2, "h" * 64, "message", message, AT, "UTC")
+    return [link.memory_id for draft in RuleStructurer().structure(event, search) for link in draft.links]
+
+
+def cued(message: str, *earlier: str) -> list[str]:
+    """``cued_candidates`` for each statement of ``message`` (the caller's guards not applied)."""
+    split = split_statements(message)
+    found: list[str] = []
+    for statement in split.statements:
+        found += [
+            c.memory_id
+            for c in cued_candidates(
+                statement.text, message, memories(*earlier), speaker=statement.speaker, stream="s"
+            )
+        ]
+    return found
+
+
+@pytest.mark.parametrize(
+    ("message", "earlier"),
+    [
+        (
+            "Heads up — the audit firm asked for more time. Evidence upload cutoff is now May 1.",
+            "Priya: reminder that all SOC 2 evidence needs to be uploaded to Vanta by April 17.",
+        ),
+        ("Rent's $1,975 starting July, ugh.", "Rent for the Maple St apartment is $1,850, due on the 1st."),
+        (
+            "We raised the public API upload cap to 100 MB per file for the video customers.",
+            "Max upload size on the public API is 25 MB per file.",
+        ),
+        (
+            "Pricing committee landed on $15 per seat for the Team plan after the win/loss review.",
+            "Decided in pricing sync: Team plan will be $12/user/month at launch.",
+        ),
+    ],
+)
+def test_an_update_in_other_words_retires_the_memory_it_gives_another_value(
+    message: str, earlier: str
+) -> None:
+    assert linked(message, earlier) == ["mem_0"]
+
+
+def test_the_other_sentences_of_the_message_name_what_a_short_one_is_about() -> None:
+    earlier = "Quarantine pallets from the Brenner recall: aisle 14."
+    assert cued("Aisle 14 is needed for peak overflow. The Brenner recall pallets now sit in bay 3.", earlier)
+    assert not cued("They now sit in bay 3.", earlier)
+
+
+def test_one_shared_word_is_enough_only_with_a_cue_and_where_both_name_their_subject() -> None:
+    earlier = "Rent for the Maple St apartment is $1,850, due on the 1st."
+    assert cued("Rent's $1,975 starting July, ugh.", earlier)
+    assert not cued("Rent's $1,975, ugh.", earlier)  # no cue
+    assert not cued(
+        "The parking spot adds $75 to the rent starting July.", earlier
+    )  # not what it names first
+
+
+def test_a_value_of_another_kind_retires_nothing() -> None:
+    assert not cued("Evidence upload cutoff is now 3 files per team.", "Evidence upload cutoff is May 1.")
+    assert cued("Evidence upload cutoff is now May 8.", "Evidence upload cutoff is May 1.")
+
+
+@pytest.mark.parametrize(
+    ("message", "earlier"),
+    [
+        # the later statement names its subject, a name the earlier one does not say
+        (
+            "Android release target is now June 11, about a week behind iOS.",
+            "The iOS app release is scheduled for June 4.",
+        ),
+        # the earlier value is someone's, and the message does not name them
+        (
+            "Globex closed! Contract value is now $95k ARR, 2-year term.",
+            "Acme's contract value is $120k ARR.",
+        ),
+        # a person in a role: the earlier role's scope is not repeated
+        ("Sarah Kim (no relation!) is the new tech lead for billing.", "Sara Kim is tech lead for search."),
+        ("Dana Lee is now the point of contact for Initech.", "Kim Osei is the point of contact for Globex."),
+        # history told in the past
+        (
+            "In the 2024 price list the Team plan was €19 per seat, now archived.",
+            "Team plan is €35 per seat per month.",
+        ),
+        # how long something went on is no value of it; "one" is no number
+        (
+            "Tim: I've been playing for about four months now and it's been an amazing adventure.",
+            "Tim: I love playing songs on the piano, but my favorite one to jam to is a movie theme.",
+        ),
+    ],
+)
+def test_guards_keep_another_subject_history_and_durations_apart(message: str, earlier: str) -> None:
+    assert cued(message, earlier) == []
+
+
+def test_another_period_is_another_subject_unless_the_change_starts_from_it() -> None:
+    earlier = "FY2026 marketing budget is approved at $2.3M."
+    assert not cued("First pass at the FY2027 marketing budget: now asking for $2.9M.", earlier)
+    assert not cued("Summer hours kick in June 1. Opening is now 4pm.", "Winter hours: opening is 5pm.")
+    assert cued("The marketing budget is now $2.9M.", earlier)
+    term = "Spring term lunch price at Marlow Primary is £2.60 per meal."
+    assert cued("From the summer term the Marlow lunch price is now £2.85 per meal.", term)
+    # a date's year is a day, not a period
+    assert cued("Letter home today (June 2, 2026): Marlow spring term lunch price is now £2.85.", term)
+
+
+def test_a_new_thing_opened_beside_the_earlier_one_replaces_nothing() -> None:
+    earlier = "Dr. Lindqvist's physio practice is at 212 Alder Street, second floor."
+    assert not cued(
+        "Dr. Lindqvist is opening a new physio practice at 48 Quarry Road starting in April.", earlier
+    )
+    assert cued("Dr. Lindqvist's physio practice is now at 48 Quarry Road.", earlier)
+
+
+def test_a_statement_without_a_cue_must_name_part_of_the_subject_itself() -> None:
+    earlier = "Pickup for Lila when Rosa works late: aunt Rosa picks her up from school at 4pm."
+    assert not cued(
+        "Grandpa Walt can pick Lila up from school when Rosa works late. He gets back at 3:30.", earlier
+    )
+    assert cued(
+        "Grandpa Walt can pick Lila up from school when Rosa works late. He now gets back at 3:30.", earlier
+    )
+
+
+def test_how_long_something_went_on_and_the_word_one_are_no_values() -> None:
+    assert not cued(
+        "Tim has been playing piano for about four months now.", "Tim plays piano 3 evenings a week."
+    )
+    assert cued("Tim now plays piano 4 evenings a week.", "Tim plays piano 3 evenings a week.")
+    earlier = "Tim: my favorite one to jam to on the piano is a movie theme."
+    assert not cued("Tim: the piano jam sessions are 3 nights a week now.", earlier)
+    assert not cued("Tim now plays piano 4 evenings a week.", "Tim plays piano three evenings a week.")
+
+
+def test_a_person_given_a_role_retires_its_earlier_holder() -> None:
+    assert cued(
+        "Dana Lee is now the point of contact for Globex.", "Kim Osei is the point of contact for Globex."
+    )
+
+
+def test_another_speakers_value_is_a_disagreement_not_an_update() -> None:
+    earlier = "Ana: the evidence upload cutoff is April 17."
+    assert cued("Ana: heads up, the upload cutoff for the evidence is now May 1.", earlier)
+    assert not cued("Ben: heads up, the upload cutoff for the evidence is now May 1.", earlier)
+
+
+def test_two_memories_as_close_are_a_tie_and_neither_is_retired() -> None:
+    message = "Heads up: the evidence upload cutoff is now May 1."
+    assert cued(message, "Evidence upload cutoff for SOC 2: April 17.") == ["mem_0"]
+    assert (
+        cued(
+            message,
+            "Evidence upload cutoff for SOC 2: April 17.",
+            "Evidence upload cutoff for ISO: April 20.",
+        )
+        == []
+    )
+
+
+def test_only_memories_of_the_same_stream_are_retired() -> None:
+    text = "Evidence upload cutoff is now May 1."
+    other = CandidateMemory("mem_x", "fact", "Evidence upload cutoff is April 17.", EARLIER, "other")
+    same = CandidateMemory("mem_y", "fact", "Evidence upload cutoff is April 17.", EARLIER, "s")
+    assert cued_candidates(text, text, [other], speaker=None, stream="s") == []
+    assert cued_candidates(text, text, [same], speaker=None, stream="s") == [same]
+
+
+@pytest.mark.parametrize(
+    ("text", "cue"),
+    [
+        ("Evidence upload cutoff is now May 1.", True),
+        ("They've put us down for August 15 instead.", True),
+        ("Vuln reports go to disclosure@brambling.io from now on.", True),
+        ("The cleanup volunteers are Carla's responsibility from here on.", True),
+        ("Evidence upload cutoff is May 1.", False),
+        ("Dr. Lindqvist is opening a new satellite clinic.", False),  # a new thing, not a new value
+    ],
+)
+def test_a_change_cue_is_a_word_that_says_a_value_changed(text: str, cue: bool) -> None:
+    assert cues_change(text) is cue
+
+
+@pytest.mark.parametrize(
+    ("text", "done"),
+    [
+        ("We raised the public API upload cap to 100 MB per file.", True),
+        ("Finance cut the travel budget to $40k.", True),
+        ("We raised three kids in that house.", False),
+        ("I moved here in 2019.", False),
+    ],
+)
+def test_a_change_told_in_the_past_with_its_new_value_is_read(text: str, done: bool) -> None:
+    assert tells_change_done(text) is done
+
+
+@pytest.mark.parametrize(
+    ("text", "negated"),
+    [
+        # the negation is in the reason, which holds no value: the statement still says its value
+        (
+            "Rosa's renovation won't be finished in time, so Christmas is at my parents' place in Porto.",
+            False,
+        ),
+        ("The all-hands is on Wednesdays at 16:00 so the SF folks don't have to dial in early.", False),
+        # the negation is in the part that holds a value, or in every part
+        ("The standup is not at 10, so keep your calendar.", True),
+        ("Christmas is not at Rosa's.", True),
+    ],
+)
+def test_a_negation_in_a_reason_or_purpose_does_not_negate_the_statement(text: str, negated: bool) -> None:
+    assert prepare(text).negated is negated
+
+
+def test_a_claim_someone_swears_or_insists_on_is_reported_speech() -> None:
+    assert prepare("Gus next door swears the trash fee went up to $40 a quarter.").reported
+    assert prepare("Dana insists the offsite is in Lisbon.").reported
+
+
+def test_without_a_cue_three_subject_words_in_common_are_needed() -> None:
+    earlier = "The team offsite budget is $40k."
+    assert cued("Offsite budget for the whole team: $55k.", earlier)
+    assert not cued("Offsite budget for sales: $55k.", earlier)
+
+
+def test_a_day_of_the_month_is_a_date_and_a_version_a_number() -> None:
+    assert cued(
+        "Brightlane agreed to push the contract renewal to June 15.",
+        "Contract renewal with Brightlane is on the 31st.",
+    )
+    assert cued(
+        "The quarrydb release manager will cut 3.3 instead.", "The quarrydb release manager will cut v3.2."
+    )
+
+
+def test_an_earlier_question_or_hedge_holds_no_value_to_retire() -> None:
+    assert not cued("Evidence upload cutoff is now May 1.", "Is the evidence upload cutoff April 17?")
+    assert not cued("Evidence upload cutoff is now May 1.", "The evidence upload cutoff might be April 17.")
+
+
+def test_a_role_given_to_someone_else_needs_most_of_the_earlier_roles_words() -> None:
+    earlier = "Kim Osei is the release coordinator and on-call lead for the payments platform."
+    assert cued("Dana Lee is now the release coordinator and on-call lead for payments.", earlier)
+    assert not cued("Dana Lee is now on-call for payments.", earlier)
+
+
+def test_a_statement_that_says_a_value_changed_is_searched_with_its_whole_message() -> None:
+    earlier = "Quarantine pallets from the Brenner recall are in aisle 14."
+    message = "The Brenner recall pallets had to make room for peak overflow. They now sit in bay 3."
+    assert linked(message, earlier) == ["mem_0"]
+    assert linked("They now sit in bay 3.", earlier) == []
+
+
+def test_the_whole_message_is_searched_once_and_only_for_a_statement_with_a_change_cue() -> None:
+    queries: list[str] = []
+
+    def search(query: str) -> Sequence[CandidateMemory]:
+        queries.append(query)
+        return []
+
+    def structure(text: str) -> None:
+        queries.clear()
+        RuleStructurer().structure(
+            EventToStructure("evt_1", "s", 2, "h" * 64, "message", text, AT, "UTC"), search
+        )
+
+    structure("The pallets had to make room. They now sit in bay 3. The forklift now parks in bay 4.")
+    assert (
+        queries.count("The pallets had to make room. They now sit in bay 3. The forklift now parks in bay 4.")
+        == 1
+    )
+    structure("The pallets had to make room. They sit in bay 3.")  # no cue: no search of the message
+    assert "The pallets had to make room. They sit in bay 3." not in queries
+    structure("They now sit in bay 3.")  # the message is the statement: searched once
+    assert len(queries) == len(set(queries))
+
+
+def test_a_value_for_another_thing_is_another_subject() -> None:
+    earlier = "Autopay for the mortgage comes out of joint checking on the 3rd of every month."
+    assert not cued("New autopay date for the savings transfer is the 10th.", earlier)
+    assert cued("New autopay date for the mortgage is the 10th.", earlier)
+
+
+def test_another_thing_named_first_is_another_attribute() -> None:
+    earlier = "Rent on the Elm Street flat is £1,150 a month."
+    assert not cued("Updated: the Elm Street deposit is now £1,725.", earlier)
+    assert cued("Updated: the Elm Street rent is now £1,225.", earlier)
+    # a verb first names no thing
+    phone = "Paws & Whiskers vet: 0171 552 3098, ask for Dr. Ferreira."
+    assert cued("FYI Paws & Whiskers went to a new phone system, you reach them on 0171 552 7410 now.", phone)
