@@ -9,8 +9,12 @@ from typing import Any
 
 import pytest
 
+from kaibo_core.api.mapping import recall_query
+from kaibo_core.api.models import RecallRequest
 from kaibo_core.core.indexing import memory_plan, posting_of
 from kaibo_core.core.models.memories import MemoryRecord
+from kaibo_core.core.structuring.rules import RuleStructurer
+from kaibo_core.runtime.embedded import EmbeddedKaibo
 from kaibo_core.services.recall import RecallParams, RecallService
 
 from .test_recall_service import NOW, PROJECT, Memories, at, ids
@@ -67,9 +71,6 @@ def test_a_chain_of_versions_is_followed_to_the_current_one(memories: Memories) 
         "Deferred once more: March 17.",
     )
     service = RecallService(memories.store, memories.store, clock=lambda: NOW)
-    from kaibo_core.api.mapping import recall_query
-    from kaibo_core.api.models import RecallRequest
-
     query = recall_query(RecallRequest.model_validate({"question": "When is the Halloran knee operation?"}))
     answer, stats = service.recall(PROJECT, query)
     assert [hit.memory.id for hit in answer.items] == [third.id]
@@ -129,9 +130,6 @@ def test_a_history_posting_names_the_memory_that_retired_it(memories: Memories) 
 def test_a_version_still_valid_at_asof_is_no_way_to_its_successor(memories: Memories) -> None:
     versions(memories, "Rent for the Maple St apartment is $1,850.", "Rent's $1,975 starting July.")
     service = RecallService(memories.store, memories.store, clock=lambda: NOW)
-    from kaibo_core.api.mapping import recall_query
-    from kaibo_core.api.models import RecallRequest
-
     query = recall_query(RecallRequest.model_validate({"question": "Maple St apartment", "asOf": at(-15)}))
     _, stats = service.recall(PROJECT, query)
     assert stats.successors == 0
@@ -158,9 +156,6 @@ def test_following_versions_can_be_turned_off(memories: Memories) -> None:
 
 
 def test_through_the_whole_service_an_update_in_other_words_is_found_by_the_old_ones_question() -> None:
-    from kaibo_core.core.structuring.rules import RuleStructurer
-    from kaibo_core.runtime.embedded import EmbeddedKaibo
-
     kaibo = EmbeddedKaibo(RuleStructurer(), clock=lambda: NOW)
     texts = [
         "Rent for the Maple St apartment is $1,850, due on the 1st.",

@@ -12,9 +12,10 @@ message (its other sentences name the subject too: "Greenline can't do the 8th a
 us down for August 15 instead."), and only when that memory is the clear best.
 
 Guards: the statement's own (questions, hedges, proposals, reported speech, history, additions)
-are checked by the caller; here, another speaker's value, a value of another person (both name
-people, none in common), an owner of the earlier value the message does not name ("Acme's contract
-…"), and a tie between two memories (which one changed?) link nothing.
+are checked by the caller; here, another speaker's value, a subject named with a name the earlier
+statement does not say, an owner of the earlier value the message does not name ("Acme's contract
+…"), another period, a value for another thing, another attribute named first, a role's scope, a
+new thing opened beside the old, and a tie between two memories (which one changed?) link nothing.
 
 Pure: no I/O.
 """
@@ -207,6 +208,8 @@ class _Update:
     message: str
     #: The kinds of value it can give an earlier memory.
     kinds: frozenset[str]
+    #: The periods its message names (``_periods``).
+    periods: frozenset[str]
 
 
 def _other_subject(update: _Update, old: Reading, old_text: str, slot_is_name: bool) -> bool:
@@ -276,7 +279,7 @@ def cued_candidates(
     if not kinds or past(text) or _NEW_THING.search(text):
         return []
     cued = cues_change(text)
-    update = _Update(text, reading, message, frozenset(kinds))
+    update = _Update(text, reading, message, frozenset(kinds), _periods(message))
     own = _message_terms(text)[1]
     scored: list[tuple[int, float, CandidateMemory]] = []
     for candidate in candidates:
@@ -315,6 +318,7 @@ def _shared_subject(
     replaced = _kinds(old.values - new.values) & _kinds(new.values - old.values) & update.kinds
     if not replaced or _other_subject(update, old, statement.text, replaced == {"name"}):
         return frozenset()
-    if _periods(update.message) - _periods(statement.text) and _periods(statement.text):
+    periods = _periods(statement.text)
+    if periods and update.periods - periods:
         return frozenset()  # "FY2026 marketing budget …" and "the FY2027 marketing budget …": two periods
     return _subject_words(statement.text, old) & _message_terms(update.message)[1]
