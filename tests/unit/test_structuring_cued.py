@@ -321,3 +321,50 @@ def test_another_thing_named_first_is_another_attribute() -> None:
     # a verb first names no thing
     phone = "Paws & Whiskers vet: 0171 552 3098, ask for Dr. Ferreira."
     assert cued("FYI Paws & Whiskers went to a new phone system, you reach them on 0171 552 7410 now.", phone)
+
+
+def test_one_word_qualified_by_another_the_other_never_says_is_another_subject() -> None:
+    car = "Car insurance with Bramblegate renews March 14, $612 for six months."
+    assert not cued("Heads up, the home insurance renewal moved to April 2 and the premium's now $940.", car)
+    assert cued("Heads up, the car insurance renewal moved to April 2.", car)
+    junior = "Junior membership at Rowan Kayak Club costs £85 for the whole season."
+    assert not cued("Ugh, adult membership at Rowan just went up to £140 this season.", junior)
+    assert cued("Ugh, junior membership at Rowan just went up to £95 this season.", junior)
+
+
+def test_a_thing_named_by_a_word_and_another_number_is_another_thing() -> None:
+    boiler = "Boiler service for flat 3 at Harwell Court is booked with Dunmore Heating on March 4."
+    assert not cued("Dunmore rang, they've moved flat 7's boiler service to March 11, same building.", boiler)
+    assert cued("Dunmore rang, they've moved flat 3's boiler service to March 11, same building.", boiler)
+    # the numbered thing is the value that changed: the gate of one flight
+    assert cued("Flight BA117 now boards at gate 14.", "Flight BA117 boards at gate 12.")
+
+
+def test_a_statement_opening_with_the_earlier_subjects_word_and_a_verb_names_it() -> None:
+    offsite = "Team offsite is set for May 14."
+    assert cued("Offsite pushed to May 21, the venue double-booked us.", offsite)
+    assert not cued("Offsite dinner pushed to May 21.", offsite)  # a second noun: another thing
+    launch = "Ridgeline app launch is set for August 12."
+    assert not cued("Launch party moved to August 14 at the rooftop bar, invites going out Monday.", launch)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Gym raised the monthly to €56, ugh.",
+        "Adult membership went up to £140.",
+        "Standup relocating to the Maple room on 5.",
+        "Tiles are backordered so the kitchen won't wrap up until May 22.",
+        "#8812 isn't due till May 15.",
+    ],
+)
+def test_a_value_raised_or_a_delay_is_a_change_cue(text: str) -> None:
+    assert cues_change(text)
+
+
+def test_a_name_where_a_thing_goes_and_a_day_of_the_week_name_no_subject() -> None:
+    standup = "Daily standup is in the Birch room on 3."
+    assert cued("Standup relocating to the Maple room on 5 while facilities redo the third floor.", standup)
+    assert not cued("Maple room standup relocating to floor 5.", standup)  # Maple names the standup
+    crit = "Design crit is Tuesdays at 11."
+    assert cued("Design crit now happens Wednesdays at 3, Tuesday kept clashing with sprint planning.", crit)

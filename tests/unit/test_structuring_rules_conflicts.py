@@ -175,6 +175,16 @@ def test_guards_keep_unrelated_or_compatible_statements_apart(old: str, new: str
         ),
         # a plan named by one name, for a day still to come
         ("Plan: Lisbon trip July 10–14, flights booked.", "We're not going to Lisbon after all."),
+        # "no" the thing, after the reason
+        (
+            "Book club is Thursday at 7 at Jo's place.",
+            "Jo has covid so no book club this week, sorry everyone!",
+        ),
+        # the thing named by another word of the same stem ("inspection", "inspector")
+        (
+            "Site visit at the Redbank warehouse with the fire inspector, Wed 10:00.",
+            "Inspector's office called — the Redbank inspection is off, they'll be in touch to rebook.",
+        ),
     ],
 )
 def test_a_meeting_that_is_not_happening_is_canceled(old: str, new: str) -> None:
@@ -191,10 +201,20 @@ def test_a_meeting_that_is_not_happening_is_canceled(old: str, new: str) -> None
         ("TODO: fix the flaky login test.", "The flaky login test is sorted."),
         ("Reminder: send the Q2 invoice to Globex.", "Done with the Globex invoice."),
         ("TODO: migrate the wiki to Notion.", "We finally shipped the wiki migration."),
+        # the ticket's id and a completion word
+        (
+            "OPS-212: migrate the nightly backups off the old NAS.",
+            "OPS-212 closed — backups have been running on the S3 bucket since last night.",
+        ),
     ],
 )
 def test_a_completed_task_closes_its_open_task(task: str, done: str) -> None:
     assert links(done, candidate(task, "task")) == [Link("supersedes", "mem_old")]
+
+
+def test_another_tickets_id_closes_nothing() -> None:
+    task = candidate("OPS-212: migrate the nightly backups off the old NAS.", "task")
+    assert links("OPS-213 closed — backups have been running on the S3 bucket since last night.", task) == []
 
 
 def test_a_done_participle_needs_the_tasks_own_verb() -> None:

@@ -249,3 +249,33 @@ def test_copula_parts_and_value_kinds() -> None:
     assert value_kind("Maya") == "name"
     assert value_kind("slow") == "other"
     assert parse_copula("It is late") is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Treasurer floated bumping subs to £55.",
+        "Subs go up to £55 next year, we'll vote on it at the AGM.",
+        "Leo wants to try three-week sprints on Atlas from Q3.",
+        "The venue is not confirmed yet.",
+        "Offsite location TBD.",
+    ],
+)
+def test_what_is_floated_tried_or_not_decided_is_tentative(text: str) -> None:
+    assert prepare(text).hedged
+
+
+def test_a_remark_that_nothing_is_decided_makes_its_whole_message_tentative() -> None:
+    undecided = split_statements(
+        "Leo wants three-week sprints on Atlas from Q3. Still under discussion, nothing agreed."
+    )
+    assert all(statement.hedged for statement in undecided.statements)
+    # a statement with a subject of its own that is not decided leaves the others as they are
+    decided = split_statements("The launch moved to May 3. Pricing not decided yet.")
+    assert [statement.hedged for statement in decided.statements] == [False, True]
+
+
+def test_a_negation_before_until_gives_a_new_time() -> None:
+    assert not prepare("Tiles are backordered so the kitchen won't wrap up until May 22.").negated
+    assert not prepare("Halden agreed to net-45, so #8812 isn't due till May 15.").guarded
+    assert prepare("The kitchen won't be finished in May.").negated

@@ -220,9 +220,9 @@ _NOT_HAPPENING: Final = _compile(
     _REASON,
     _END,
 )
-#: "No offsite dinner this year", "No standup tomorrow".
+#: "No offsite dinner this year", "No standup tomorrow", "Jo has covid so no book club this week".
 _NO_EVENT: Final = _compile(
-    rf"^(?:.+?,\s*so\s+)?no\s+{_OBJ}(?:\s+(?:today|tomorrow|tonight|this|next|on|until)\b.*)?{_END}"
+    rf"^(?:.+?,?\s+so\s+)?no\s+{_OBJ}(?:\s+(?:today|tomorrow|tonight|this|next|on|until)\b.*)?{_END}"
 )
 #: A short label before a colon, then a clause of its own ("School email: the … will not take place").
 _CLAUSE_AFTER_LABEL: Final = re.compile(r"^[^:]{1,40}:\s+(\S.*)$")
@@ -742,7 +742,22 @@ def _value_replaced(change: Change, candidate: CandidateMemory) -> bool:
 def _says_all_of(subject: str | None, content_terms: frozenset[str]) -> bool:
     """The memory says every word of the cancelled thing, and it has two or more."""
     terms = key_terms(subject or "")
-    return len(terms) >= 2 and terms <= content_terms
+    return len(terms) >= 2 and all(_said(term, content_terms) for term in terms)
+
+
+#: Letters two stems of one word share at the least ("inspect" of "inspection", "inspector").
+_MIN_SHARED_STEM: Final = 5
+
+
+def _said(term: str, content_terms: frozenset[str]) -> bool:
+    """``term`` is among ``content_terms``, or a word of the same stem is ("the Redbank inspection"
+    and "with the fire inspector")."""
+    if term in content_terms:
+        return True
+    return len(term) >= _MIN_SHARED_STEM and any(
+        len(other) >= _MIN_SHARED_STEM and (other.startswith(term) or term.startswith(other))
+        for other in content_terms
+    )
 
 
 def _plan_named(subject: str | None, content: str, content_terms: frozenset[str], today: date) -> bool:

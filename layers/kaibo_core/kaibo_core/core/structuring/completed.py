@@ -54,6 +54,8 @@ PAST_WITHIN: Final = 4
 MIN_TASK_SHARE: Final = 0.5
 MIN_SHARED: Final = 2
 _WORD: Final = re.compile(r"[\w'’-]+")
+#: A ticket's id ("OPS-212", "JIRA-4471"): a report naming it with a completion word closes it.
+_TICKET: Final = re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d{1,6}\b")
 #: Verbs whose past reports another verb's task done: "Got the dry cleaning" for "Pick up the dry cleaning".
 _DONE_AS: Final[dict[str, frozenset[str]]] = {
     verb: frozenset(analyze(others))
@@ -117,6 +119,9 @@ def closes(text: str, task: CandidateMemory, speaker: str | None = None) -> bool
     statement = statement_of_text(task.content)
     if statement.guarded or (speaker and statement.speaker and statement.speaker != speaker):
         return False  # another speaker's task is theirs to report done
+    tickets = set(_TICKET.findall(task.content))
+    if tickets and tickets & set(_TICKET.findall(text)) and _COMPLETION.search(text):
+        return True  # "OPS-212: migrate the nightly backups …" and "OPS-212 closed — …"
     core = _task_core(statement.text)
     task_words = _about(core)
     shared = task_words & _about(text)

@@ -26,14 +26,17 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from itertools import pairwise
 from typing import Final
 
+from kaibo_core.core.structuring.dates import MONTHS, WEEKDAYS
 from kaibo_core.core.structuring.drafts import CandidateMemory, Meaning
 from kaibo_core.core.structuring.restated import (
     _POSSESSIVE_END,
     _SOLE_ROLES,
     NOT_NAMES,
     Reading,
+    _normal,
     current_value,
     past,
     read,
@@ -41,13 +44,15 @@ from kaibo_core.core.structuring.restated import (
 )
 from kaibo_core.core.text import analyze
 
-#: Words that say a value changed.
+#: Words that say a value changed, and a delay ("isn't due till May 15").
 CUE: Final = re.compile(
     r"\b(now|instead|any ?more|no longer|from now on|going forward|from (?:today|monday|next week)|"
     r"as of|starting|effective|from here(?: on)?|moved|moving|pushed|bumped|slipp(?:ed|ing)|slips|"
     r"shifted|switched|switching|changed|changing|rescheduled|replaced|replacing|"
     r"(?<!\ba )(?<!another )new|updated|correction|actually|scratch that|after all|took over|taking over|"
-    r"takes over|handed (?:over|off)|reassigned|rebranded|renamed|these days)\b",
+    r"takes over|handed (?:over|off)|reassigned|rebranded|renamed|these days|rais(?:ed|ing)|lowered|"
+    r"increas(?:ed|ing)|decreas(?:ed|ing)|went (?:up|down)|relocat(?:ed|ing)|revised)\b"
+    r"|(?:\bnot|n['’]t)\b[^.;]*?\b(?:until|till|til)\b",  # "won't wrap up until May 22"
     re.IGNORECASE,
 )
 #: Words that name no subject: what is said of any value, of time, of talk.
@@ -101,6 +106,17 @@ _NEW_THING: Final = re.compile(
     re.IGNORECASE,
 )
 _ORDINAL: Final = re.compile(r"(?:[1-9]|[12]\d|3[01])(?:st|nd|rd|th)")
+#: A thing named by a word and its number ("flat 3", "Line 2", "invoice 3318", "Ledgerly 3.x"); not
+#: a value's preposition ("to 90"), a month's day ("March 4") nor a value told by a verb ("is 140").
+_LABELLED: Final = re.compile(r"\b([A-Za-z][\w-]*)\s+#?(\d[\d.]*)(?![\d.,:]*\s*(?:%|am|pm|[ap]\.m))")
+_NOT_LABEL_WORDS: Final = (
+    "a an the at to by on in of for from until till is are was were be been about around over under "
+    "up down and or than after before every per each only just now starting through this next last "
+    "mon tue wed thu fri sat sun"
+)
+_NOT_LABELS: Final = frozenset(_NOT_LABEL_WORDS.split()) | MONTHS.keys() | frozenset(WEEKDAYS)
+#: A word, and where it starts.
+_WORD: Final = re.compile(r"[A-Za-z][\w'’-]*|[^\sA-Za-z]+")
 _VERSION: Final = re.compile(r"v\d+(?: \d+)*")
 _OPENING: Final = re.compile(r"\s*([A-Z][\w'’-]*)\s+([\w'’-]+)")
 
@@ -176,6 +192,32 @@ def _leads(new: Reading, old: Reading) -> frozenset[str]:
     return settled_new.lead & settled_old.lead
 
 
+#: Words after a statement's first word that say it is its whole subject ("Offsite pushed to …",
+#: "Market's set up …"): a verb, not a second noun ("Launch party moved …").
+_AFTER_SUBJECT: Final = re.compile(
+    r"(?:is|are|was|were|has|have|had|will|won't|can|can't|could|should|must|needs?|got|gets|just|"
+    r"also|finally|officially)$|\w+(?:ed|ing)$",
+    re.IGNORECASE,
+)
+
+
+def _opens_with(text: str, old_text: str, old: Reading) -> frozenset[str]:
+    """The statement's first word, when it is all its subject and the earlier statement names its
+    subject with it before its first value ("Offsite pushed to May 21" and "Team offsite is set for
+    May 14"; not "Launch party moved to August 14" and "Ridgeline app launch is set for August 12")."""
+    words = [word for word in _WORD.findall(text) if word[0].isalpha()]
+    if len(words) < 2:
+        return frozenset()
+    first, after = words[0], words[1]
+    possessive = _POSSESSIVE_END.search(first) is not None
+    stems = frozenset(analyze(_POSSESSIVE_END.sub("", first)))
+    if not stems or not stems <= frozenset(stem for stem in _head(old_text, old) if stem):
+        return frozenset()
+    if not possessive and not (_AFTER_SUBJECT.match(after) or CUE.fullmatch(after)):
+        return frozenset()
+    return stems
+
+
 def _names(reading: Reading) -> frozenset[str]:
     return frozenset(value for kind, value in reading.values if kind == "name")
 
@@ -227,7 +269,9 @@ def _other_subject(update: _Update, old: Reading, old_text: str, slot_is_name: b
             return True
         return any(not frozenset(analyze(scope)) & told for scope in _SCOPE.findall(old_text))
     subject = _subject_names(update.text, update.reading) | _named_subject(update.text, said)
-    if any(not frozenset(analyze(name)) <= said for name in subject):
+    if any(not frozenset(analyze(_name_proper(name))) <= said for name in subject):
+        return True
+    if _other_label(update, old, old_text) or _other_modifier(update, old, old_text, said, told):
         return True
     return _other_scope(update.text, old_text, told) or _other_lead(update, old, said, told)
 
@@ -249,14 +293,97 @@ def _other_lead(update: _Update, old: Reading, said: frozenset[str], told: froze
     return bool(new_lead.lead and old_lead.lead) and not new_lead.lead & said and not old_lead.lead & told
 
 
-def _subject_names(text: str, reading: Reading) -> frozenset[str]:
-    """The names written before the statement's first value of another kind: its subject's."""
+def _labels(text: str) -> dict[str, str]:
+    """The things a statement names by a word and a number ("flat 7's boiler service": flat → 7)."""
+    return {
+        label.lower(): _normal(number)
+        for label, number in _LABELLED.findall(text)
+        if label.lower() not in _NOT_LABELS
+    }
+
+
+def _other_label(update: _Update, old: Reading, old_text: str) -> bool:
+    """Both name their thing by the same word with another number, and another value is replaced
+    besides: "Boiler service for flat 3 … March 4" and "they've moved flat 7's boiler service to
+    March 11" (two flats; "boards at gate 12" and "now boards at gate 14" is the gate changed)."""
+    ours, theirs = _labels(update.text), _labels(old_text)
+    other = {label for label in ours.keys() & theirs.keys() if ours[label] != theirs[label]}
+    if not other:
+        return False
+    numbers = {("number", ours[label]) for label in other} | {("number", theirs[label]) for label in other}
+    new_values = {value for value in update.reading.values if value not in numbers}
+    old_values = {value for value in old.values if value not in numbers}
+    return bool(_kinds(old_values - new_values) & _kinds(new_values - old_values) & update.kinds)
+
+
+def _head(text: str, reading: Reading) -> list[str | None]:
+    """The stems of the words before the statement's first value, where it names its subject; None
+    for a word that names no subject (a value's, a period's: ``_periods``, a stop word, a generic
+    word)."""
+    values = " ".join(value for _, value in reading.values).lower()
     lowered = text.lower()
     first = min(
         (lowered.find(value.split()[0]) for kind, value in reading.values if kind != "name" and value),
         default=-1,
     )
-    head = lowered[: first if first >= 0 else len(text)]
+    stems: list[str | None] = []
+    for match in _WORD.finditer(text[: first if first >= 0 else len(text)]):
+        word = match.group(0)
+        named = word[0].isalpha() and word.lower() not in values and not _PERIOD.fullmatch(word)
+        terms = analyze(word) if named else []
+        stems.append(terms[0] if len(terms) == 1 and terms[0] not in _GENERIC else None)
+    return stems
+
+
+def _head_pairs(text: str, reading: Reading) -> set[tuple[str, str]]:
+    """Two subject words written one after the other before the statement's first value ("car
+    insurance", "junior membership"): a modifier and the word it qualifies (stems)."""
+    return {(a, b) for a, b in pairwise(_head(text, reading)) if a is not None and b is not None}
+
+
+def _other_modifier(
+    update: _Update, old: Reading, old_text: str, said: frozenset[str], told: frozenset[str]
+) -> bool:
+    """Both name their subject by one word qualified by another, which the other message never says:
+    "Car insurance with Bramblegate renews March 14" and "the home insurance renewal moved to April
+    2"; "Junior membership … £85" and "adult membership … went up to £140"."""
+    ours, theirs = _head_pairs(update.text, update.reading), _head_pairs(old_text, old)
+    return any(
+        head == their_head
+        and modifier != their_modifier
+        and modifier not in said
+        and their_modifier not in told
+        for modifier, head in ours
+        for their_modifier, their_head in theirs
+    )
+
+
+#: A place a thing goes to, with its name ("to the maple room"; text lowered).
+_DESTINATION: Final = re.compile(r"\b(?:to|into|onto)\s+(?:the\s+)?[\w'’-]+")
+
+
+#: Capitalized words that open a statement and name nothing: a verb in the past ("Fixed Petrov's DOB",
+#: "Found Nana's recipe card"), a day of the week ("Wednesdays at 3").
+_NOT_NAMED: Final = re.compile(
+    rf"^(?:\w+ed|found|took|got|made|sent|gave|came|went|put|ran|left|bought|sold|heard|told|"
+    rf"(?:{'|'.join(WEEKDAYS)})s?)\b\s*"
+)
+
+
+def _name_proper(name: str) -> str:
+    """A name read from a statement without the capitalized verb or day written before it."""
+    return _NOT_NAMED.sub("", name)
+
+
+def _subject_names(text: str, reading: Reading) -> frozenset[str]:
+    """The names written before the statement's first value of another kind: its subject's; not
+    a place it goes to ("Standup relocating to the Maple room on 5")."""
+    lowered = text.lower()
+    first = min(
+        (lowered.find(value.split()[0]) for kind, value in reading.values if kind != "name" and value),
+        default=-1,
+    )
+    head = _DESTINATION.sub(" ", lowered[: first if first >= 0 else len(text)])
     return frozenset(name for name in _names(reading) if name.split()[0] in head)
 
 
@@ -283,12 +410,12 @@ def cued_candidates(
     own = _message_terms(text)[1]
     scored: list[tuple[int, float, CandidateMemory]] = []
     for candidate in candidates:
-        shared = _shared_subject(update, candidate, speaker, stream)
+        shared, old_text = _shared_subject(update, candidate, speaker, stream)
         if not cued and not shared & own:
             continue  # only a statement that says a value changed may leave its subject to the others
         # One word in common is enough where both statements name their subject with it ("Rent's
         # $1,975 starting July" and "Rent for the Maple St apartment is $1,850").
-        leading = cued and bool(shared) and shared <= _leads(update.reading, read(candidate.content))
+        leading = cued and bool(shared) and _named_by(shared, update, old_text)
         if len(shared) < (MIN_SHARED_WORDS if cued else MIN_SHARED_UNCUED) and not leading:
             continue
         cosine = (meaning(text, candidate) if meaning is not None else None) or 0.0
@@ -303,22 +430,34 @@ def cued_candidates(
 
 def _shared_subject(
     update: _Update, candidate: CandidateMemory, speaker: str | None, stream: str
-) -> frozenset[str]:
-    """The subject words ``candidate`` shares with the update's message; none when the update
-    gives it no other value or the guards part them."""
-    if candidate.stream != stream:
-        return frozenset()
-    statement = current_value(candidate)
+) -> tuple[frozenset[str], str]:
+    """The subject words ``candidate`` shares with the update's message (none when the update gives
+    it no other value or the guards part them), and the text of its current statement."""
+    statement = current_value(candidate) if candidate.stream == stream else None
     if statement is None:
-        return frozenset()
-    if speaker and statement.speaker and speaker.lower() != statement.speaker.lower():
+        return frozenset(), ""
+    return _shared_with(update, statement.text, statement.speaker, speaker), statement.text
+
+
+def _named_by(shared: frozenset[str], update: _Update, old_text: str) -> bool:
+    """Both statements name their subject with the ``shared`` word: the first topic word of each
+    (``_leads``), or the later one's first word (``_opens_with``)."""
+    old = read(old_text)
+    return shared <= _leads(update.reading, old) or shared <= _opens_with(update.text, old_text, old)
+
+
+def _shared_with(
+    update: _Update, old_text: str, old_speaker: str | None, speaker: str | None
+) -> frozenset[str]:
+    """The subject words of ``old_text`` in the update's message, unless a guard parts them."""
+    if speaker and old_speaker and speaker.lower() != old_speaker.lower():
         return frozenset()  # another speaker's value: a disagreement, not an update
-    old = _valued(read(statement.text), statement.text)
+    old = _valued(read(old_text), old_text)
     new = update.reading
     replaced = _kinds(old.values - new.values) & _kinds(new.values - old.values) & update.kinds
-    if not replaced or _other_subject(update, old, statement.text, replaced == {"name"}):
+    if not replaced or _other_subject(update, old, old_text, replaced == {"name"}):
         return frozenset()
-    periods = _periods(statement.text)
+    periods = _periods(old_text)
     if periods and update.periods - periods:
         return frozenset()  # "FY2026 marketing budget …" and "the FY2027 marketing budget …": two periods
-    return _subject_words(statement.text, old) & _message_terms(update.message)[1]
+    return _subject_words(old_text, old) & _message_terms(update.message)[1]

@@ -12,7 +12,7 @@ negation).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 #: Statements read from one text; the rest of a longer text is kept as one overflow episode.
@@ -95,7 +95,16 @@ _HEDGE: Final = re.compile(
     r"\b(?:if|unless|whether|might|could|would|should|maybe|perhaps|possibly|probably|suppose"
     r"|supposing|hypothetically|consider(?:ing|ed)?|thinking about|think about|wonder(?:ing|ed)?|in case"
     r"|what if|proposal|propose[sd]?|proposing|suggest(?:s|ed|ing)?|idea|option|plan b|not sure|unsure"
-    r"|tentative(?:ly)?|rumou?rs?|i think|we think|i guess|depending)\b",
+    r"|tentative(?:ly)?|rumou?rs?|i think|we think|i guess|depending|float(?:s|ed|ing)|wants? to try"
+    r"|(?:we'?ll|will|to|going to) vote|under discussion|up for discussion|tb[cd]|to be (?:decided|confirmed)"
+    r"|(?:nothing|not)\s+(?:yet\s+)?(?:agreed|decided|confirmed|settled|final))\b",
+    re.IGNORECASE,
+)
+#: A remark that what its message says is not decided ("Still under discussion, nothing agreed."):
+#: every statement of the message is tentative.
+_UNDECIDED_REMARK: Final = re.compile(
+    r"^(?:(?:still|but|it'?s|this is|that'?s)\s+)?(?:under discussion|up for discussion|pending|tb[cd]|"
+    r"to be (?:decided|confirmed)|(?:nothing|not)\s+(?:yet\s+)?(?:agreed|decided|confirmed|settled|final))\b",
     re.IGNORECASE,
 )
 #: "may" the verb, not the month: lower case, or "May I/we …"; never after a day ("15th of May",
@@ -120,8 +129,11 @@ _REASON_JOIN: Final = re.compile(r",?\s+(?:so|because|since|as)\s+(?:that\s+)?",
 _DIGIT: Final = re.compile(r"\d")
 #: A remark set off by a dash after what a statement says ("… — Tom can't travel"): its reason.
 _DASH_REMARK: Final = re.compile(r"\s[—–-]\s")
-#: Negations that state a change ("no longer", "not ... anymore") are not guards.
-_CHANGE_NEGATION: Final = re.compile(r"\bno\s+longer\b|\bany\s*more\b", re.IGNORECASE)
+#: Negations that state a change ("no longer", "not ... anymore") or a new time ("won't wrap up until
+#: May 22", "isn't due till May 15") are not guards.
+_CHANGE_NEGATION: Final = re.compile(
+    r"\bno\s+longer\b|\bany\s*more\b|(?:\bnot|n['’]t)\b[^.;]*?\b(?:until|till|til)\s", re.IGNORECASE
+)
 _NOW_CUE: Final = re.compile(
     r"\b(?:now|from now on|these days|going forward|anymore|any more|no longer|instead)\b", re.IGNORECASE
 )
@@ -262,6 +274,13 @@ def split_statements(text: str, limit: int = MAX_STATEMENTS) -> SplitText:
         for piece_index, piece in enumerate(pieces):
             if len(statements) == limit:
                 rest = [*pieces[piece_index:], *(line for line, _ in blocks[index + 1 :])]
-                return SplitText(tuple(statements), "\n".join([*rest, tail.strip()]).strip())
+                return SplitText(_undecided(statements), "\n".join([*rest, tail.strip()]).strip())
             statements.append(prepare(piece, speaker, numbered))
-    return SplitText(tuple(statements), tail.strip())
+    return SplitText(_undecided(statements), tail.strip())
+
+
+def _undecided(statements: list[Statement]) -> tuple[Statement, ...]:
+    """``statements``, all tentative when one of them is a remark that nothing is decided."""
+    if not any(_UNDECIDED_REMARK.match(s.core) and not _DIGIT.search(s.core) for s in statements):
+        return tuple(statements)
+    return tuple(replace(statement, hedged=True) for statement in statements)
