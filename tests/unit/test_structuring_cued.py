@@ -368,3 +368,28 @@ def test_a_name_where_a_thing_goes_and_a_day_of_the_week_name_no_subject() -> No
     assert not cued("Maple room standup relocating to floor 5.", standup)  # Maple names the standup
     crit = "Design crit is Tuesdays at 11."
     assert cued("Design crit now happens Wednesdays at 3, Tuesday kept clashing with sprint planning.", crit)
+
+
+def test_one_value_said_twice_is_retired_in_both_memories() -> None:
+    """A change and its rewritten fact hold one value: as close, and no tie."""
+    message = "Heads up: the evidence upload cutoff is now May 1."
+    said_twice = (
+        "Evidence upload cutoff for SOC 2: April 17.",
+        "Evidence upload cutoff for SOC 2 is April 17.",
+    )
+    assert cued(message, *said_twice) == ["mem_0", "mem_1"]
+
+
+def test_an_arrows_left_side_of_another_kind_names_the_subject_not_the_old_value() -> None:
+    earlier = "Parents' evening for Year 4 is next Tuesday, October 6, 6pm, in the school hall."
+    assert linked("School app ping: Year 4 parents' evening → Wed 14 Oct instead, same time.", earlier) == [
+        "mem_0"
+    ]
+
+
+def test_a_remark_about_the_past_beside_a_current_value_does_not_make_it_history() -> None:
+    earlier = "Finn's swimming lesson is Mondays at 4:30pm."
+    assert cued(
+        "Finn's lesson is Saturdays 9:15am starting this week — better honestly, Mondays were chaos.", earlier
+    )
+    assert not cued("Finn's lesson was Saturdays 9:15am last year.", earlier)

@@ -279,3 +279,20 @@ def test_a_negation_before_until_gives_a_new_time() -> None:
     assert not prepare("Tiles are backordered so the kitchen won't wrap up until May 22.").negated
     assert not prepare("Halden agreed to net-45, so #8812 isn't due till May 15.").guarded
     assert prepare("The kitchen won't be finished in May.").negated
+
+
+@pytest.mark.parametrize(
+    ("text", "negated"),
+    [
+        # the negation is in a remark beside the clause that holds the value
+        ("Weekly eng all-hands is Tuesdays 17:00 CET, recorded for anyone who can't make it.", False),
+        ("Public beta goes out 9 June 2026, assuming Play review doesn't drag.", False),
+        ("Maddie gets $5 a week, chores or not.", False),
+        # the clause that holds the value is negated
+        ("The standup is not on the 5th, we moved it.", True),
+        ("The standup is at 10, not 9.", True),
+        ("We won't cancel the review, it's fine.", True),
+    ],
+)
+def test_a_negation_in_a_remark_beside_the_value_does_not_negate_it(text: str, negated: bool) -> None:
+    assert prepare(text).negated is negated

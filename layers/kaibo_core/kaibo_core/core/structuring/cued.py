@@ -37,7 +37,9 @@ from kaibo_core.core.structuring.restated import (
     NOT_NAMES,
     Reading,
     _normal,
+    clauses,
     current_value,
+    has_value,
     past,
     read,
     settle_openings,
@@ -387,6 +389,13 @@ def _subject_names(text: str, reading: Reading) -> frozenset[str]:
     return frozenset(name for name in _names(reading) if name.split()[0] in head)
 
 
+def _told_in_the_past(text: str) -> bool:
+    """Every clause that holds a value tells how things were: "Mondays were chaos" beside "Finn's
+    lesson is Saturdays 9:15am starting this week" is a remark, the value is current."""
+    valued = [clause for clause in clauses(text) if has_value(clause)]
+    return all(past(clause) for clause in valued) if valued else past(text)
+
+
 def cued_candidates(
     text: str,
     message: str,
@@ -403,12 +412,12 @@ def cued_candidates(
     kinds = _kinds(reading.values) - {"name"}
     if reading.topic & _SOLE_ROLES:
         kinds |= {"name"}  # "Kwame Mensah is primary on payments-api"
-    if not kinds or past(text) or _NEW_THING.search(text):
+    if not kinds or _told_in_the_past(text) or _NEW_THING.search(text):
         return []
     cued = cues_change(text)
     update = _Update(text, reading, message, frozenset(kinds), _periods(message))
     own = _message_terms(text)[1]
-    scored: list[tuple[int, float, CandidateMemory]] = []
+    scored: list[tuple[int, float, CandidateMemory, str]] = []
     for candidate in candidates:
         shared, old_text = _shared_subject(update, candidate, speaker, stream)
         if not cued and not shared & own:
@@ -419,13 +428,21 @@ def cued_candidates(
         if len(shared) < (MIN_SHARED_WORDS if cued else MIN_SHARED_UNCUED) and not leading:
             continue
         cosine = (meaning(text, candidate) if meaning is not None else None) or 0.0
-        scored.append((len(shared), cosine, candidate))
+        scored.append((len(shared), cosine, candidate, old_text))
     if not scored:
         return []
     scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
-    if len(scored) > 1 and scored[1][:2] == scored[0][:2]:
-        return []  # two memories as close: which one changed?
-    return [scored[0][2]]
+    best = [item for item in scored if item[:2] == scored[0][:2]]
+    if len(best) > 1 and len({_values_of(old_text, update.kinds) for *_, old_text in best}) > 1:
+        return []  # two memories as close, with other values: which one changed?
+    return [candidate for _, _, candidate, _ in best]  # one, or one value said twice
+
+
+def _values_of(text: str, kinds: frozenset[str]) -> frozenset[tuple[str, str]]:
+    """The values of ``kinds`` a statement holds: two memories as close that hold the same ones say
+    one value twice ("Checkout v2 is slipping to March 10" and its fact "Checkout v2 is on March
+    10"), and an update retires both."""
+    return frozenset(value for value in _valued(read(text), text).values if _kinds([value]) & kinds)
 
 
 def _shared_subject(

@@ -43,7 +43,7 @@ from kaibo_core.core.structuring.drafts import (
 from kaibo_core.core.structuring.facts import additive, history
 from kaibo_core.core.structuring.preferred import preferred_candidates, states_choice
 from kaibo_core.core.structuring.procedures import read_route, rerouted_candidates
-from kaibo_core.core.structuring.restated import has_value, restated_candidates, retired_together
+from kaibo_core.core.structuring.restated import has_value, read, restated_candidates, retired_together
 from kaibo_core.core.structuring.statements import Statement, split_statements
 
 #: Confidence of the one draft of a tool call, file or commit, and of an overflow episode.
@@ -198,7 +198,7 @@ class RuleStructurer:
         main_type, confidence = _change_type(change, classification)
         fact_text = rewritten_fact(change, retired, today)
         links = plan.links_for(change.link, [candidate.memory_id for candidate in retired])
-        if not retired and change.link == "supersedes" and change.old is None:
+        if not retired and change.link == "supersedes" and not _names_old_value(change):
             links = self._restated(event, statement, today, search, plan)
         # The links go on the rewritten fact when there is room for it, else on the statement.
         fact_fits = len(plan.drafts) + 2 <= MAX_DRAFTS_PER_EVENT
@@ -312,6 +312,16 @@ def _search_text(statement: Statement) -> str:
     speaker ("Returns: ship to 1200 Logistics Pkwy …" is about returns)."""
     label = speaker_label(statement)
     return f"{label} {statement.text}" if label else statement.text
+
+
+def _names_old_value(change: Change) -> bool:
+    """The change names the value it replaces ("from July 10 to July 17"): when no memory holds it,
+    the change is about something else. An arrow's left side of another kind names the subject
+    ("Year 4 parents' evening → Wed 14 Oct"), not the old value."""
+    if change.old is None:
+        return False
+    kinds = {kind for kind, _ in read(change.old).values if kind != "name"}
+    return bool(kinds & {kind for kind, _ in read(change.new or "").values})
 
 
 def _with_speaker(statement: Statement) -> str:

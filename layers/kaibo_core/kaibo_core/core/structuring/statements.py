@@ -124,6 +124,12 @@ _NEGATION: Final = re.compile(
     r"|cant|isnt|arent|didnt|doesnt|havent|hasnt|wasnt)\b",
     re.IGNORECASE,
 )
+#: Where a remark joins the clause that holds a value: a comma, "assuming", "for anyone who".
+_REMARK_BREAK: Final = re.compile(
+    r",\s+|\s+(?:assuming|provided|for anyone who|for those who)\s+", re.IGNORECASE
+)
+#: "or not" after a value: whatever happens, no negation of it.
+_OR_NOT: Final = re.compile(r",?\s+or\s+not\b", re.IGNORECASE)
 #: Where a reason or a purpose joins what a statement says.
 _REASON_JOIN: Final = re.compile(r",?\s+(?:so|because|since|as)\s+(?:that\s+)?", re.IGNORECASE)
 _DIGIT: Final = re.compile(r"\d")
@@ -225,13 +231,26 @@ def _negated(text: str) -> bool:
     "because" when that part holds no value ("Rosa's renovation won't be finished in time, so
     Christmas is at my parents' place"; "… on Wednesdays at 16:00 so the SF folks don't have to dial
     in at 8am" still says its value)."""
+    text = _OR_NOT.sub("", text)  # "$5 a week, chores or not"
     parts = _REASON_JOIN.split(text)
     negative = [part for part in parts if _NEGATION.search(part)]
     if not negative:
         return False
+    if _negation_beside_value(text):
+        return False
     if len(negative) == len(parts):
         return True
     return any(_DIGIT.search(part) for part in negative)
+
+
+def _negation_beside_value(text: str) -> bool:
+    """Every negation is in a clause beside the one that holds the value, which holds none: "Weekly
+    eng all-hands is Tuesdays 17:00 CET, recorded for anyone who can't make it.", "Public beta goes
+    out 9 June, assuming Play review doesn't drag." ("No standup on the 5th, we moved it" and "The
+    standup is at 10, not 9" still negate their value)."""
+    clauses = _REMARK_BREAK.split(text)
+    valued = [clause for clause in clauses if _DIGIT.search(clause)]
+    return bool(valued) and not any(_NEGATION.search(clause) for clause in valued)
 
 
 def prepare(text: str, speaker: str | None = None, numbered: bool = False) -> Statement:
