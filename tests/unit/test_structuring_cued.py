@@ -393,3 +393,66 @@ def test_a_remark_about_the_past_beside_a_current_value_does_not_make_it_history
         "Finn's lesson is Saturdays 9:15am starting this week — better honestly, Mondays were chaos.", earlier
     )
     assert not cued("Finn's lesson was Saturdays 9:15am last year.", earlier)
+
+
+def test_without_a_cue_two_words_are_enough_when_the_statement_opens_with_them() -> None:
+    earlier = "Passport photos appointment on May 28 at the CVS on Main."
+    assert cued("Passport photos: June 2 at the Walgreens on Elm, 10:30.", earlier)
+    assert not cued("At the Walgreens on Elm the passport photos are June 2, 10:30.", earlier)
+
+
+def test_a_value_trimmed_is_a_change_told_with_its_new_value() -> None:
+    assert tells_change_done("CFO trimmed the customer summit budget to $58k, no second keynote.")
+    assert cues_change("CFO trimmed the customer summit budget to $58k.")
+
+
+def test_a_speaker_giving_their_own_contact_is_searched_with_their_name() -> None:
+    earlier = "Lena's mobile: 0176 2234 8812"
+    assert linked(
+        "Lena: got a new SIM with the work contract, I'm on 0151 4409 2276 from today", earlier
+    ) == ["mem_0"]
+    queries: list[str] = []
+
+    def search(query: str) -> Sequence[CandidateMemory]:
+        queries.append(query)
+        return []
+
+    # another value told by the speaker is searched with its own words only: a chat turn costs no
+    # extra Query for its speaker's name
+    event = EventToStructure(
+        "evt_1", "s", 2, "h" * 64, "message", "Lena: I'm on the 2026 plan from today", AT
+    )
+    RuleStructurer().structure(event, search)
+    assert queries
+    assert not any("Lena" in query for query in queries)
+    # someone else's contact is theirs, not the speaker's
+    queries.clear()
+    event = EventToStructure("evt_1", "s", 2, "h" * 64, "message", "Lena: Tom's number is 0151 4409 2276", AT)
+    RuleStructurer().structure(event, search)
+    assert queries
+    assert not any("Lena" in query for query in queries)
+
+
+def test_a_statement_that_a_value_did_not_change_retires_nothing() -> None:
+    sdk = "Checkout service pins the payments SDK at 4.2.1."
+    assert not cued("Payments SDK pinned at 5.0.0 now, the checkout service is untouched.", sdk)
+    assert cued("Payments SDK pinned at 5.0.0 now in the checkout service.", sdk)
+    support = "Quillpad end of support is September 30."
+    assert not cued("Quillpad 4.x end of support is unaffected, now March 31.", support)
+
+
+def test_a_name_that_opens_a_statement_of_its_state_is_its_subject() -> None:
+    earlier = "Noor gets picked up from Larkspur Primary at 3:15 on Tuesdays."
+    assert not cued("Idris now gets picked up at 2:40 on Tuesdays, early dismissal for his class.", earlier)
+    assert cued("Noor now gets picked up at 2:40 on Tuesdays, early dismissal for her class.", earlier)
+
+
+def test_a_name_qualifying_the_subject_word_and_a_coded_thing_are_other_subjects() -> None:
+    pro = "Pricing sync notes: Pro tier costs $49 per seat per month."
+    assert not cued("Pricing update: Team tier is now $29 per seat.", pro)
+    assert cued("Pricing update: Pro tier is now $59 per seat.", pro)
+    room = "Meeting room 4B on the second floor seats 12 people max."
+    assert not cued("Room 4C updated: it now seats 20 since facilities took the partition wall out.", room)
+    blender = "Vantora X2 blender is priced at $149 on the shop floor."
+    assert not cued("Vantora X3 blender is now $189, I updated the shelf tag.", blender)
+    assert cued("Vantora X2 blender is now $189, I updated the shelf tag.", blender)

@@ -53,7 +53,8 @@ CUE: Final = re.compile(
     r"shifted|switched|switching|changed|changing|rescheduled|replaced|replacing|"
     r"(?<!\ba )(?<!another )new|updated|correction|actually|scratch that|after all|took over|taking over|"
     r"takes over|handed (?:over|off)|reassigned|rebranded|renamed|these days|rais(?:ed|ing)|lowered|"
-    r"increas(?:ed|ing)|decreas(?:ed|ing)|went (?:up|down)|relocat(?:ed|ing)|revised)\b"
+    r"increas(?:ed|ing)|decreas(?:ed|ing)|went (?:up|down)|relocat(?:ed|ing)|revised|trimmed|slashed|hiked|"
+    r"upped|reduced|cut (?:it )?(?:to|down|back))\b"
     r"|(?:\bnot|n['’]t)\b[^.;]*?\b(?:until|till|til)\b",  # "won't wrap up until May 22"
     re.IGNORECASE,
 )
@@ -107,10 +108,17 @@ _NEW_THING: Final = re.compile(
     r"\b(?:open|add|launch|start|hir|set(?:ting)?\s+up)(?:s|ed|ing|e|es)?\s+(?:a|an|another)\s+(?:new\s+|second\s+)?",
     re.IGNORECASE,
 )
+#: Words that say a value did not change ("The 4.x line is unaffected", "checkout is untouched").
+_UNCHANGED: Final = re.compile(r"\b(?:unaffected|unchanged|untouched|stays|remains)\b", re.IGNORECASE)
+#: A name that opens a statement of its state ("Idris now gets picked up at 2:40"): its subject.
+_STATE_AFTER_NAME: Final = re.compile(r"^\s*([A-Z][\w'’-]*)\s+(?:is|are|now|gets|has|will\s+be)\b")
 _ORDINAL: Final = re.compile(r"(?:[1-9]|[12]\d|3[01])(?:st|nd|rd|th)")
-#: A thing named by a word and its number ("flat 3", "Line 2", "invoice 3318", "Ledgerly 3.x"); not
+#: A thing named by a word and its number ("flat 3", "Line 2", "invoice 3318", "Ledgerly 3.x", "room
+#: 4B", "Vantora X2"); not
 #: a value's preposition ("to 90"), a month's day ("March 4") nor a value told by a verb ("is 140").
-_LABELLED: Final = re.compile(r"\b([A-Za-z][\w-]*)\s+#?(\d[\d.]*)(?![\d.,:]*\s*(?:%|am|pm|[ap]\.m))")
+_LABELLED: Final = re.compile(
+    r"\b([A-Za-z][\w-]*)\s+#?(\d[\d.]*[A-Za-z]?|[A-Za-z]\d+[A-Za-z]?)(?![\d.,:]*\s*(?:%|am|pm|[ap]\.m))\b"
+)
 _NOT_LABEL_WORDS: Final = (
     "a an the at to by on in of for from until till is are was were be been about around over under "
     "up down and or than after before every per each only just now starting through this next last "
@@ -126,7 +134,7 @@ _OPENING: Final = re.compile(r"\s*([A-Z][\w'’-]*)\s+([\w'’-]+)")
 #: A change done, told in the past with its new value: "We raised the upload cap to 100 MB".
 _DONE_CHANGE: Final = re.compile(
     r"\b(?:raised|lowered|increased|decreased|cut|reduced|bumped|pushed|moved|shifted|switched|changed|"
-    r"extended|tightened|upped|swapped|rescheduled|postponed)\b[^.;]*?\b(?:to|until)\b",
+    r"extended|tightened|upped|swapped|rescheduled|postponed|trimmed|slashed|hiked)\b[^.;]*?\b(?:to|until)\b",
     re.IGNORECASE,
 )
 
@@ -220,6 +228,16 @@ def _opens_with(text: str, old_text: str, old: Reading) -> frozenset[str]:
     return stems
 
 
+def _opens_with_subject(text: str, shared: frozenset[str], old_text: str) -> bool:
+    """The statement's first words are the ``shared`` subject words, it names nothing else before
+    its value ("Offsite budget for sales: $55k" names sales), and the earlier statement says them
+    before its first value."""
+    head = [stem for stem in _head(text, read(text)) if stem]
+    if frozenset(head[: len(shared)]) != shared or not frozenset(head) <= frozenset(analyze(old_text)):
+        return False
+    return shared <= frozenset(stem for stem in _head(old_text, read(old_text)) if stem)
+
+
 def _names(reading: Reading) -> frozenset[str]:
     return frozenset(value for kind, value in reading.values if kind == "name")
 
@@ -270,7 +288,11 @@ def _other_subject(update: _Update, old: Reading, old_text: str, slot_is_name: b
         if len(role & told) < MIN_ROLE_SHARE * len(role):
             return True
         return any(not frozenset(analyze(scope)) & told for scope in _SCOPE.findall(old_text))
-    subject = _subject_names(update.text, update.reading) | _named_subject(update.text, said)
+    subject = (
+        _subject_names(update.text, update.reading)
+        | _named_subject(update.text, said)
+        | _state_subject(update.text)
+    )
     if any(not frozenset(analyze(_name_proper(name))) <= said for name in subject):
         return True
     if _other_label(update, old, old_text) or _other_modifier(update, old, old_text, said, told):
@@ -310,26 +332,30 @@ def _other_label(update: _Update, old: Reading, old_text: str) -> bool:
     March 11" (two flats; "boards at gate 12" and "now boards at gate 14" is the gate changed)."""
     ours, theirs = _labels(update.text), _labels(old_text)
     other = {label for label in ours.keys() & theirs.keys() if ours[label] != theirs[label]}
-    if not other:
-        return False
-    numbers = {("number", ours[label]) for label in other} | {("number", theirs[label]) for label in other}
-    new_values = {value for value in update.reading.values if value not in numbers}
-    old_values = {value for value in old.values if value not in numbers}
+    return any(_replaced_besides({ours[label], theirs[label]}, update, old) for label in other)
+
+
+def _replaced_besides(ids: set[str], update: _Update, old: Reading) -> bool:
+    """A value of the update's kinds is replaced besides the numbers ``ids`` ("seats 20" after
+    "seats 12" in "Room 4C … now seats 20"; a verb before a number reads as a label too)."""
+    new_values = {value for value in update.reading.values if value[1] not in ids}
+    old_values = {value for value in old.values if value[1] not in ids}
     return bool(_kinds(old_values - new_values) & _kinds(new_values - old_values) & update.kinds)
 
 
 def _head(text: str, reading: Reading) -> list[str | None]:
-    """The stems of the words before the statement's first value, where it names its subject; None
-    for a word that names no subject (a value's, a period's: ``_periods``, a stop word, a generic
-    word)."""
-    values = " ".join(value for _, value in reading.values).lower()
+    """The stems of the words before the statement's first value, where it names its subject (names
+    too: "Pro tier"; not a place it goes to: "relocating to the Maple room"); None for a word that
+    names no subject (a value's, a period's: ``_periods``, a stop word, a generic word)."""
+    values = " ".join(value for kind, value in reading.values if kind != "name").lower()
     lowered = text.lower()
     first = min(
         (lowered.find(value.split()[0]) for kind, value in reading.values if kind != "name" and value),
         default=-1,
     )
+    head = _DESTINATION.sub(" , ", lowered[: first if first >= 0 else len(text)])
     stems: list[str | None] = []
-    for match in _WORD.finditer(text[: first if first >= 0 else len(text)]):
+    for match in _WORD.finditer(head):
         word = match.group(0)
         named = word[0].isalpha() and word.lower() not in values and not _PERIOD.fullmatch(word)
         terms = analyze(word) if named else []
@@ -372,6 +398,15 @@ _NOT_NAMED: Final = re.compile(
 )
 
 
+def _state_subject(text: str) -> frozenset[str]:
+    """The capitalized first word of a statement of its state ("Idris now gets picked up at 2:40 on
+    Tuesdays"), not a sentence opener ("This is now …")."""
+    match = _STATE_AFTER_NAME.match(text)
+    if match is None or match.group(1).lower() in NOT_NAMES:
+        return frozenset()
+    return frozenset({_POSSESSIVE_END.sub("", match.group(1).lower())})
+
+
 def _name_proper(name: str) -> str:
     """A name read from a statement without the capitalized verb or day written before it."""
     return _NOT_NAMED.sub("", name)
@@ -385,7 +420,7 @@ def _subject_names(text: str, reading: Reading) -> frozenset[str]:
         (lowered.find(value.split()[0]) for kind, value in reading.values if kind != "name" and value),
         default=-1,
     )
-    head = _DESTINATION.sub(" ", lowered[: first if first >= 0 else len(text)])
+    head = _DESTINATION.sub(" , ", lowered[: first if first >= 0 else len(text)])
     return frozenset(name for name in _names(reading) if name.split()[0] in head)
 
 
@@ -412,7 +447,7 @@ def cued_candidates(
     kinds = _kinds(reading.values) - {"name"}
     if reading.topic & _SOLE_ROLES:
         kinds |= {"name"}  # "Kwame Mensah is primary on payments-api"
-    if not kinds or _told_in_the_past(text) or _NEW_THING.search(text):
+    if not kinds or _told_in_the_past(text) or _NEW_THING.search(text) or _UNCHANGED.search(text):
         return []
     cued = cues_change(text)
     update = _Update(text, reading, message, frozenset(kinds), _periods(message))
@@ -425,6 +460,10 @@ def cued_candidates(
         # One word in common is enough where both statements name their subject with it ("Rent's
         # $1,975 starting July" and "Rent for the Maple St apartment is $1,850").
         leading = cued and bool(shared) and _named_by(shared, update, old_text)
+        # Two are enough without a cue where the statement opens with them and the earlier one
+        # names its subject with them ("Passport photos: June 2 at the Walgreens on Elm" and
+        # "Passport photos appointment on May 28 at the CVS on Main").
+        leading = leading or (len(shared) >= MIN_SHARED_WORDS and _opens_with_subject(text, shared, old_text))
         if len(shared) < (MIN_SHARED_WORDS if cued else MIN_SHARED_UNCUED) and not leading:
             continue
         cosine = (meaning(text, candidate) if meaning is not None else None) or 0.0
