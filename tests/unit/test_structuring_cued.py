@@ -456,3 +456,9 @@ def test_a_name_qualifying_the_subject_word_and_a_coded_thing_are_other_subjects
     blender = "Vantora X2 blender is priced at $149 on the shop floor."
     assert not cued("Vantora X3 blender is now $189, I updated the shelf tag.", blender)
     assert cued("Vantora X2 blender is now $189, I updated the shelf tag.", blender)
+
+
+def test_a_capitalized_verb_before_a_name_is_no_part_of_the_name() -> None:
+    earlier = "Petrov's date of birth on the intake form: 12 Aug 1958."
+    assert cued("Fixed Petrov's date of birth, it's now 21 Aug 1958.", earlier)
+    assert not cued("Ivanov's date of birth, it's now 21 Aug 1958.", earlier)  # another person
