@@ -114,6 +114,10 @@ HELDOUT2_PATH: Final = ROOT / "tests" / "data" / "structuring_heldout2.json"
 #: A third, written the same way while the rules changed again in session 14 (never read before its
 #: one measurement): confirms the figures with the model on and off.
 HELDOUT3_PATH: Final = ROOT / "tests" / "data" / "structuring_heldout3.json"
+#: A fourth, written the same way in session 23 after eight tuning sets and four rounds of rules
+#: (sessions 20–23), by two helpers in one or two sentences per event: measured once on session 22's
+#: code and once on session 23's.
+HELDOUT4_PATH: Final = ROOT / "tests" / "data" / "structuring_heldout4.json"
 RECALL_BUDGET: Final = 300
 DEFAULT_STREAM: Final = "s"
 #: The issue's targets on the scenario set.
@@ -1625,6 +1629,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for key, path, name in (
         ("heldOut2", HELDOUT2_PATH, "second held-out set"),
         ("heldOut3", HELDOUT3_PATH, "third held-out set"),
+        ("heldOut4", HELDOUT4_PATH, "fourth held-out set"),
     ):
         if args.scenarios is None and path.is_file():
             results[key] = section_scenarios(out, CpuSamples(), data_path, path, held_out=True)
