@@ -113,9 +113,9 @@ _UNCHANGED: Final = re.compile(r"\b(?:unaffected|unchanged|untouched|stays|remai
 #: A name that opens a statement of its state ("Idris now gets picked up at 2:40"): its subject.
 _STATE_AFTER_NAME: Final = re.compile(r"^\s*([A-Z][\w'’-]*)\s+(?:is|are|now|gets|has|will\s+be)\b")
 _ORDINAL: Final = re.compile(r"(?:[1-9]|[12]\d|3[01])(?:st|nd|rd|th)")
-#: A thing named by a word and its number ("flat 3", "Line 2", "invoice 3318", "Ledgerly 3.x", "room
-#: 4B", "Vantora X2"); not
-#: a value's preposition ("to 90"), a month's day ("March 4") nor a value told by a verb ("is 140").
+#: A thing named by a word and its number or code ("flat 3", "Line 2", "invoice 3318", "Ledgerly 3.x",
+#: "room 4B", "Vantora X2"); not a value's preposition ("to 90"), a month's day ("March 4") nor a
+#: value told by a verb ("is 140").
 _LABELLED: Final = re.compile(
     r"\b([A-Za-z][\w-]*)\s+#?(\d[\d.]*[A-Za-z]?|[A-Za-z]\d+[A-Za-z]?)(?![\d.,:]*\s*(?:%|am|pm|[ap]\.m))\b"
 )
@@ -125,7 +125,7 @@ _NOT_LABEL_WORDS: Final = (
     "mon tue wed thu fri sat sun"
 )
 _NOT_LABELS: Final = frozenset(_NOT_LABEL_WORDS.split()) | MONTHS.keys() | frozenset(WEEKDAYS)
-#: A word, and where it starts.
+#: A word, or a run of what is no letter (digits, punctuation): words next to each other are adjacent.
 _WORD: Final = re.compile(r"[A-Za-z][\w'’-]*|[^\sA-Za-z]+")
 _VERSION: Final = re.compile(r"v\d+(?: \d+)*")
 _OPENING: Final = re.compile(r"\s*([A-Z][\w'’-]*)\s+([\w'’-]+)")
@@ -457,14 +457,9 @@ def cued_candidates(
         shared, old_text = _shared_subject(update, candidate, speaker, stream)
         if not cued and not shared & own:
             continue  # only a statement that says a value changed may leave its subject to the others
-        # One word in common is enough where both statements name their subject with it ("Rent's
-        # $1,975 starting July" and "Rent for the Maple St apartment is $1,850").
-        leading = cued and bool(shared) and _named_by(shared, update, old_text)
-        # Two are enough without a cue where the statement opens with them and the earlier one
-        # names its subject with them ("Passport photos: June 2 at the Walgreens on Elm" and
-        # "Passport photos appointment on May 28 at the CVS on Main").
-        leading = leading or (len(shared) >= MIN_SHARED_WORDS and _opens_with_subject(text, shared, old_text))
-        if len(shared) < (MIN_SHARED_WORDS if cued else MIN_SHARED_UNCUED) and not leading:
+        if len(shared) < (MIN_SHARED_WORDS if cued else MIN_SHARED_UNCUED) and not _named_enough(
+            shared, cued, update, old_text
+        ):
             continue
         cosine = (meaning(text, candidate) if meaning is not None else None) or 0.0
         scored.append((len(shared), cosine, candidate, old_text))
@@ -493,6 +488,19 @@ def _shared_subject(
     if statement is None:
         return frozenset(), ""
     return _shared_with(update, statement.text, statement.speaker, speaker), statement.text
+
+
+def _named_enough(shared: frozenset[str], cued: bool, update: _Update, old_text: str) -> bool:
+    """Fewer subject words in common than the rule asks are enough where both statements name their
+    subject with them: one with a cue ("Rent's $1,975 starting July" and "Rent for the Maple St
+    apartment is $1,850": ``_named_by``), two without, when the statement opens with them
+    ("Passport photos: June 2 at the Walgreens on Elm" and "Passport photos appointment on May 28 at
+    the CVS on Main": ``_opens_with_subject``)."""
+    if not shared:
+        return False
+    if cued:
+        return _named_by(shared, update, old_text)
+    return len(shared) >= MIN_SHARED_WORDS and _opens_with_subject(update.text, shared, old_text)
 
 
 def _named_by(shared: frozenset[str], update: _Update, old_text: str) -> bool:

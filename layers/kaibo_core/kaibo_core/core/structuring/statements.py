@@ -246,8 +246,8 @@ def _negated(text: str) -> bool:
 def _negation_beside_value(text: str) -> bool:
     """Every negation is in a clause beside the one that holds the value, which holds none: "Weekly
     eng all-hands is Tuesdays 17:00 CET, recorded for anyone who can't make it.", "Public beta goes
-    out 9 June, assuming Play review doesn't drag." ("No standup on the 5th, we moved it" and "The
-    standup is at 10, not 9" still negate their value)."""
+    out 9 June, assuming Play review doesn't drag." ("The standup is not on the 5th, we moved it" and
+    "The standup is at 10, not 9" still negate their value)."""
     clauses = _REMARK_BREAK.split(text)
     valued = [clause for clause in clauses if _DIGIT.search(clause)]
     return bool(valued) and not any(_NEGATION.search(clause) for clause in valued)
