@@ -57,6 +57,12 @@ SETS: Final[dict[str, Path]] = {
     "heldout4": HELDOUT4_PATH,
     "tuning": ROOT / "tests" / "data" / "structuring_tuning.json",
     "tuning_blind": ROOT / "tests" / "data" / "structuring_tuning_blind.json",
+    "tuning_blind2": ROOT / "tests" / "data" / "structuring_tuning_blind2.json",
+    "tuning_oneline": ROOT / "tests" / "data" / "structuring_tuning_oneline.json",
+    "tuning_oneline2": ROOT / "tests" / "data" / "structuring_tuning_oneline2.json",
+    "tuning_distractors": ROOT / "tests" / "data" / "structuring_tuning_distractors.json",
+    "tuning_distractors2": ROOT / "tests" / "data" / "structuring_tuning_distractors2.json",
+    "tuning_distractors3": ROOT / "tests" / "data" / "structuring_tuning_distractors3.json",
 }
 HELD_OUT: Final = frozenset({"heldout", "heldout2", "heldout3", "heldout4"})
 #: Exit status when the run cannot start (no model id, no credentials): nothing was sent.

@@ -116,3 +116,8 @@ def test_without_a_model_id_nothing_is_sent(
 def test_an_unknown_set_is_refused_before_anything_runs() -> None:
     with pytest.raises(SystemExit):
         structuring_bedrock.main(["--sets", "nope", "--model-id", "m"])
+
+
+def test_every_set_the_harness_offers_is_in_the_repository() -> None:
+    missing = [name for name, path in structuring_bedrock.SETS.items() if not path.is_file()]
+    assert missing == []
