@@ -37,6 +37,20 @@ def linked(message: str, *earlier: str) -> list[str]:
     return [link.memory_id for draft in RuleStructurer().structure(event, search) for link in draft.links]
 
 
+def queries_of(message: str) -> list[str]:
+    """What the rule structurer searches with for ``message`` (a project with no memory yet)."""
+    queries: list[str] = []
+
+    def search(query: str) -> Sequence[CandidateMemory]:
+        queries.append(query)
+        return []
+
+    RuleStructurer().structure(
+        EventToStructure("evt_1", "s", 2, "h" * 64, "message", message, AT, "UTC"), search
+    )
+    return queries
+
+
 def cued(message: str, *earlier: str) -> list[str]:
     """``cued_candidates`` for each statement of ``message`` (the caller's guards not applied)."""
     split = split_statements(message)
@@ -285,26 +299,11 @@ def test_a_statement_that_says_a_value_changed_is_searched_with_its_whole_messag
 
 
 def test_the_whole_message_is_searched_once_and_only_for_a_statement_with_a_change_cue() -> None:
-    queries: list[str] = []
-
-    def search(query: str) -> Sequence[CandidateMemory]:
-        queries.append(query)
-        return []
-
-    def structure(text: str) -> None:
-        queries.clear()
-        RuleStructurer().structure(
-            EventToStructure("evt_1", "s", 2, "h" * 64, "message", text, AT, "UTC"), search
-        )
-
-    structure("The pallets had to make room. They now sit in bay 3. The forklift now parks in bay 4.")
-    assert (
-        queries.count("The pallets had to make room. They now sit in bay 3. The forklift now parks in bay 4.")
-        == 1
-    )
-    structure("The pallets had to make room. They sit in bay 3.")  # no cue: no search of the message
-    assert "The pallets had to make room. They sit in bay 3." not in queries
-    structure("They now sit in bay 3.")  # the message is the statement: searched once
+    message = "The pallets had to make room. They now sit in bay 3. The forklift now parks in bay 4."
+    assert queries_of(message).count(message) == 1
+    uncued = "The pallets had to make room. They sit in bay 3."
+    assert uncued not in queries_of(uncued)  # no cue: no search of the message
+    queries = queries_of("They now sit in bay 3.")  # the message is the statement: searched once
     assert len(queries) == len(set(queries))
 
 
@@ -411,24 +410,13 @@ def test_a_speaker_giving_their_own_contact_is_searched_with_their_name() -> Non
     assert linked(
         "Lena: got a new SIM with the work contract, I'm on 0151 4409 2276 from today", earlier
     ) == ["mem_0"]
-    queries: list[str] = []
-
-    def search(query: str) -> Sequence[CandidateMemory]:
-        queries.append(query)
-        return []
-
     # another value told by the speaker is searched with its own words only: a chat turn costs no
     # extra Query for its speaker's name
-    event = EventToStructure(
-        "evt_1", "s", 2, "h" * 64, "message", "Lena: I'm on the 2026 plan from today", AT
-    )
-    RuleStructurer().structure(event, search)
+    queries = queries_of("Lena: I'm on the 2026 plan from today")
     assert queries
     assert not any("Lena" in query for query in queries)
     # someone else's contact is theirs, not the speaker's
-    queries.clear()
-    event = EventToStructure("evt_1", "s", 2, "h" * 64, "message", "Lena: Tom's number is 0151 4409 2276", AT)
-    RuleStructurer().structure(event, search)
+    queries = queries_of("Lena: Tom's number is 0151 4409 2276")
     assert queries
     assert not any("Lena" in query for query in queries)
 

@@ -343,19 +343,24 @@ def _replaced_besides(ids: set[str], update: _Update, old: Reading) -> bool:
     return bool(_kinds(old_values - new_values) & _kinds(new_values - old_values) & update.kinds)
 
 
-def _head(text: str, reading: Reading) -> list[str | None]:
-    """The stems of the words before the statement's first value, where it names its subject (names
-    too: "Pro tier"; not a place it goes to: "relocating to the Maple room"); None for a word that
-    names no subject (a value's, a period's: ``_periods``, a stop word, a generic word)."""
-    values = " ".join(value for kind, value in reading.values if kind != "name").lower()
+def _before_first_value(text: str, reading: Reading) -> str:
+    """The statement, lowered, up to its first value of a kind other than a name, where it names its
+    subject; a place it goes to ("to the Maple room") cut out."""
     lowered = text.lower()
     first = min(
         (lowered.find(value.split()[0]) for kind, value in reading.values if kind != "name" and value),
         default=-1,
     )
-    head = _DESTINATION.sub(" , ", lowered[: first if first >= 0 else len(text)])
+    return _DESTINATION.sub(" , ", lowered[: first if first >= 0 else len(text)])
+
+
+def _head(text: str, reading: Reading) -> list[str | None]:
+    """The stems of the words before the statement's first value, where it names its subject (names
+    too: "Pro tier"; not a place it goes to: "relocating to the Maple room"); None for a word that
+    names no subject (a value's, a period's: ``_periods``, a stop word, a generic word)."""
+    values = " ".join(value for kind, value in reading.values if kind != "name").lower()
     stems: list[str | None] = []
-    for match in _WORD.finditer(head):
+    for match in _WORD.finditer(_before_first_value(text, reading)):
         word = match.group(0)
         named = word[0].isalpha() and word.lower() not in values and not _PERIOD.fullmatch(word)
         terms = analyze(word) if named else []
@@ -415,12 +420,7 @@ def _name_proper(name: str) -> str:
 def _subject_names(text: str, reading: Reading) -> frozenset[str]:
     """The names written before the statement's first value of another kind: its subject's; not
     a place it goes to ("Standup relocating to the Maple room on 5")."""
-    lowered = text.lower()
-    first = min(
-        (lowered.find(value.split()[0]) for kind, value in reading.values if kind != "name" and value),
-        default=-1,
-    )
-    head = _DESTINATION.sub(" , ", lowered[: first if first >= 0 else len(text)])
+    head = _before_first_value(text, reading)
     return frozenset(name for name in _names(reading) if name.split()[0] in head)
 
 
