@@ -104,6 +104,17 @@ LIGHT = 0.2
         ("What is Dana's work number?", "Dana's work number is 555-0142.", "Dana's home number is 555-0188."),
         # a longer subject that starts with the question's ("the demo prep" is not "the demo")
         ("When is the demo?", "The demo is at 4pm.", "The demo prep is at 2pm."),
+        # another object of the question's preposition ("for billing" is not "for search")
+        (
+            "Who is tech lead for search?",
+            "Sara Kim is tech lead for search.",
+            "Sarah Kim is the new tech lead for billing.",
+        ),
+        (
+            "Who is on call for payments this week?",
+            "On call this week for payments: Tom R.",
+            "On call this week for infra: Tom S.",
+        ),
         # the question asks a date; the newer gives none
         ("When is the offsite?", "The offsite is on June 15.", "The offsite agenda is in the shared drive."),
     ],
@@ -122,6 +133,25 @@ def test_a_newer_memory_holding_much_less_of_the_question_does_not_tie() -> None
     old = memory("old", "History project: Noah writes the conclusion.", 1, score=2.0)
     new = memory("new", "Ava is on the project now.", 7, score=1.0)
     assert ordered(question, old, new) == (["old", "new"], {})
+
+
+def test_a_newer_memory_saying_less_of_the_question_ties_when_it_says_what_is_asked_about() -> None:
+    question = "Who is Aiko's onboarding buddy?"
+    old = memory("old", "Aiko's onboarding buddy is Marcus.", 1, score=2.0)
+    # "Aiko" and "buddy" (2 of 3 terms, under tie_share) and "buddy" ends the question's phrase
+    new = memory("new", "Renata's going to be Aiko's buddy instead.", 9, score=1.2)
+    assert ordered(question, old, new) == (["new", "old"], {"old": "new"})
+    # the same share without the word asked about: "onboarding" only qualifies "buddy"
+    other = memory("other", "Aiko's onboarding is with Renata now.", 9, score=1.2)
+    assert ordered(question, old, other) == (["old", "other"], {})
+    # the word asked about, under asked_word_share of the older's weight
+    heavy = {"onboard": 3.0}
+    assert ordered(question, old, new, weights=heavy) == (["old", "new"], {})
+
+
+def test_recency_params_keep_the_asked_word_share_under_the_tie_share() -> None:
+    with pytest.raises(ValueError, match="asked_word_share"):
+        RecencyParams(tie_share=0.5, asked_word_share=0.6)
 
 
 def test_memories_valid_from_the_same_instant_or_without_one_are_never_rivals() -> None:

@@ -259,10 +259,27 @@ def test_copula_parts_and_value_kinds() -> None:
         "Leo wants to try three-week sprints on Atlas from Q3.",
         "The venue is not confirmed yet.",
         "Offsite location TBD.",
+        "Ops recommends trialling GLS for EU parcels out of Venlo.",
+        "Jo keeps recommending her own walker, Tobias.",
+        "Milo is lobbying hard for $15 a week.",
+        "Thinking we try an 8:30 bedtime over the summer.",
+        "It's worth switching to the 7:10 train.",
     ],
 )
 def test_what_is_floated_tried_or_not_decided_is_tentative(text: str) -> None:
     assert prepare(text).hedged
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Dr. Ruiz recommends 20 mg a day from now on.",
+        "Meet in the lobby at 9:30.",
+        "The 7:10 train is worth it.",
+    ],
+)
+def test_a_recommendation_as_the_value_and_words_alike_are_not_tentative(text: str) -> None:
+    assert not prepare(text).hedged
 
 
 def test_a_remark_that_nothing_is_decided_makes_its_whole_message_tentative() -> None:

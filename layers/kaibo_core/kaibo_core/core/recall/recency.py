@@ -7,9 +7,11 @@ as one subject's attribute with two values. Most updates people write are not th
 structurer did not link them either, two active memories answer "What is Grandma's address?" and
 the older often scores a little higher (it repeats the question's words). This rule does not judge
 what either says; it only orders: when the newer holds at least ``tie_share`` of the question
-weight the older holds, every name or number of the question the older holds, and states something
-now (no question, hedge, proposal, reported speech, negation, or story of the past), it is lifted to
-the older's score and placed before it. Nothing is dropped: both stay citable, the older second.
+weight the older holds (``asked_word_share`` when it says what the question asks about: "buddy"
+in "Who is Aiko's onboarding buddy?"), every name or number of the question the older holds, and
+states something now (no question, hedge, proposal, reported speech, negation, or story of the
+past), it is lifted to the older's score and placed before it. Nothing is dropped: both stay
+citable, the older second.
 
 With recall by meaning, a newer typed value close in meaning to the older one (``alike``: the
 cosine of their vectors, at least ``same_meaning``) ties even when it says the question's words less
@@ -57,6 +59,8 @@ _WORD: Final = re.compile(r"[\w'’.-]*\w")
 _SUBJECT_HEAD: Final = re.compile(
     r"\b([\w'’-]+) ([A-Za-z][\w'’-]*)(?: (?:is|are|was|were|will|has|have)\b|:)", re.IGNORECASE
 )
+#: Prepositions whose object says which one a question asks about ("on call for payments").
+_SCOPING: Final = frozenset({"for", "at", "in", "on", "of"})
 #: A verb told in the past ("Mia lived in Lisbon"), or a form that is no noun ("freeze slipped").
 _PAST_FORM: Final = re.compile(r"(?:ed|ing)$", re.IGNORECASE)
 
@@ -72,12 +76,19 @@ class RecencyParams:
     #: With recall by meaning: a newer memory at least this close in meaning to the older one
     #: (the cosine of their vectors) is a rival even when it says the question's words less.
     same_meaning: float = 0.6
+    #: A newer memory holding less than ``tie_share`` of the older's question weight, down to this
+    #: share, still ties when one of its statements says what the question asks about: a word ending
+    #: one of the question's phrases that the older memory says too ("buddy" in "Who is Aiko's
+    #: onboarding buddy?" for "Renata's going to be Aiko's buddy instead").
+    asked_word_share: float = 0.5
 
     def __post_init__(self) -> None:
         if not 0.0 < self.tie_share <= 1.0:
             raise ValueError(f"tie_share must lie in (0, 1], got {self.tie_share!r}")
         if not 0.0 <= self.min_answer_share <= 1.0:
             raise ValueError(f"min_answer_share must lie in [0, 1], got {self.min_answer_share!r}")
+        if not 0.0 < self.asked_word_share <= self.tie_share:
+            raise ValueError(f"asked_word_share must lie in (0, tie_share], got {self.asked_word_share!r}")
         if not 0.0 < self.same_meaning <= 1.0:
             raise ValueError(f"same_meaning must lie in (0, 1], got {self.same_meaning!r}")
 
@@ -149,7 +160,14 @@ def newer_first(
     topic_weights = {term: weight for term, weight in weights.items() if term in topic and weight > 0.0}
     if not topic_weights:
         return list(ranked), {}
-    asked = _Asked(question, topic, naming_terms(question) & topic, asked_kinds(question), topic_weights)
+    asked = _Asked(
+        question,
+        topic,
+        naming_terms(question) & topic,
+        asked_kinds(question),
+        topic_weights,
+        _phrase_ends(_words(question)) & topic,
+    )
     checked = list(ranked[:MAX_CHECKED])
     rivals: dict[str, str] = {}
     for older in checked:
@@ -176,6 +194,8 @@ class _Asked:
     naming: frozenset[str]
     kinds: frozenset[str]
     weights: Mapping[str, float]
+    #: The topic terms that end one of its phrases: what it asks about (``_phrase_ends``).
+    ends: frozenset[str]
 
     @property
     def total(self) -> float:
@@ -195,7 +215,9 @@ def _newest_rival(
         return None
     if not held or not asked.naming <= older.terms or not _answers_now(older, asked.topic, frozenset()):
         return None  # no answer: it lacks a name the question asks about, or states nothing now
-    floor = params.tie_share * _weight(held, asked.weights)
+    held_weight = _weight(held, asked.weights)
+    floor = params.tie_share * held_weight
+    asked_words = asked.ends & older.terms
     newest: Ranked | None = None
     for candidate in checked:
         valid_from = candidate.valid_from_ms
@@ -203,17 +225,34 @@ def _newest_rival(
             continue
         if newest is not None and valid_from <= (newest.valid_from_ms or 0):
             continue
-        answers = _answers_as_well(candidate, asked.naming, floor, asked) or (
-            alike is not None
-            and older.memory_type in VALUE_TYPES
-            and candidate.memory_type in VALUE_TYPES
-            and (alike(older.memory_id, candidate.memory_id) or 0.0) >= params.same_meaning
-            and _answers_as_well(candidate, asked.naming, 0.0, asked)
-            and _same_thing(older.text, candidate.text)
+        answers = (
+            _answers_as_well(candidate, asked.naming, floor, asked)
+            or (
+                bool(asked_words)
+                and _answers_as_well(
+                    candidate, asked.naming, params.asked_word_share * held_weight, asked, asked_words
+                )
+            )
+            or _close_in_meaning(candidate, older, asked, params, alike)
         )
         if answers and not _other_subject(asked.question, older.text, candidate.text):
             newest = candidate
     return newest
+
+
+def _close_in_meaning(
+    candidate: Ranked, older: Ranked, asked: _Asked, params: RecencyParams, alike: Alike | None
+) -> bool:
+    """With recall by meaning: two typed values close in meaning, the newer answering the question
+    (at any share of its weight) and its words showing no other thing."""
+    return (
+        alike is not None
+        and older.memory_type in VALUE_TYPES
+        and candidate.memory_type in VALUE_TYPES
+        and (alike(older.memory_id, candidate.memory_id) or 0.0) >= params.same_meaning
+        and _answers_as_well(candidate, asked.naming, 0.0, asked)
+        and _same_thing(older.text, candidate.text)
+    )
 
 
 def _same_thing(older: str, newer: str) -> bool:
@@ -232,15 +271,22 @@ def _same_thing(older: str, newer: str) -> bool:
     return False
 
 
-def _answers_as_well(candidate: Ranked, naming: frozenset[str], floor: float, asked: _Asked) -> bool:
+def _answers_as_well(
+    candidate: Ranked,
+    naming: frozenset[str],
+    floor: float,
+    asked: _Asked,
+    saying: frozenset[str] = frozenset(),
+) -> bool:
     """One statement of ``candidate`` answers on its own: it states something now, holds
-    ``naming`` and at least ``floor`` of the question weight, and a value of an asked kind (when
-    the question asks one). One statement, not the whole memory: a chat turn whose sentences each
-    hold a question word is no answer to it."""
+    ``naming``, one of ``saying`` (when given) and at least ``floor`` of the question weight, and
+    a value of an asked kind (when the question asks one). One statement, not the whole memory:
+    a chat turn whose sentences each hold a question word is no answer to it."""
     return any(
         naming <= terms
         and _weight(terms & asked.weights.keys(), asked.weights) >= floor
         and (not asked.kinds or kinds & asked.kinds)
+        and (not saying or bool(saying & terms))
         for terms, kinds in _states_now(candidate.text)
     )
 
@@ -265,17 +311,23 @@ def _extends(question_words: Sequence[tuple[str, frozenset[str]]], text: str) ->
     """The question's last-of-phrase words that ``text`` makes the first word of a longer subject
     ("The demo prep is at 2pm" for "When is the demo?"): another subject named after the question's."""
     asked = frozenset(term for _, terms in question_words for term in terms)
-    ends = {
-        term
-        for (word, terms), (_, following) in pairwise([*question_words, ("", frozenset())])
-        for term in terms
-        if not following and not _named(word)
-    }
+    ends = _phrase_ends(question_words)
     return frozenset(
         term
         for match in _SUBJECT_HEAD.finditer(text)
         for term in frozenset(analyze(match.group(1))) & ends
         if (head := frozenset(analyze(match.group(2)))) and not head & asked
+    )
+
+
+def _phrase_ends(question_words: Sequence[tuple[str, frozenset[str]]]) -> frozenset[str]:
+    """The terms of the question's words that end a phrase and name no one ("rent" in "What's the
+    monthly rent at Elm Street?", "manager" in "Who is the hiring manager for …?"): what it asks about."""
+    return frozenset(
+        term
+        for (word, terms), (_, following) in pairwise([*question_words, ("", frozenset())])
+        for term in terms
+        if not following and not _named(word)
     )
 
 
@@ -285,10 +337,14 @@ def _named(word: str) -> bool:
 
 
 def _other_subject(question: str, older: str, newer: str) -> bool:
-    """The newer memory tells the question's verb in the past, or names a subject of its own after
-    the question's words where the older does not."""
+    """The newer memory tells the question's verb in the past, swaps a word of the question for its
+    own, or names a subject of its own after the question's words where the older does not."""
     question_words = _words(question)
-    if _told_in_past(question_words, newer) or _swaps_modifier(question_words, newer):
+    if (
+        _told_in_past(question_words, newer)
+        or _swaps_modifier(question_words, newer)
+        or _swaps_complement(question_words, newer)
+    ):
         return True
     return bool(_extends(question_words, newer) - _extends(question_words, older))
 
@@ -303,4 +359,27 @@ def _swaps_modifier(question_words: Sequence[tuple[str, frozenset[str]]], text: 
     return any(
         before and not before & asked and not _named(word) and terms & modified
         for (word, before), (_, terms) in pairwise(_words(text))
+    )
+
+
+def _complements(words: Sequence[tuple[str, frozenset[str]]]) -> dict[str, frozenset[str]]:
+    """{preposition: the terms of the first word with terms after it} for each scoping preposition."""
+    found: dict[str, set[str]] = {}
+    for at, (word, _) in enumerate(words):
+        if word.lower() in _SCOPING:
+            following = next((terms for _, terms in words[at + 1 :] if terms), frozenset())
+            found.setdefault(word.lower(), set()).update(following)
+    return {word: frozenset(terms) for word, terms in found.items()}
+
+
+def _swaps_complement(question_words: Sequence[tuple[str, frozenset[str]]], text: str) -> bool:
+    """``text`` gives a preposition of the question another object and never says the question's
+    ("… tech lead for billing" for "Who is tech lead for search?"): another one."""
+    asked = frozenset(term for _, terms in question_words for term in terms)
+    words = _words(text)
+    said = frozenset(term for _, terms in words for term in terms)
+    theirs = _complements(words)
+    return any(
+        objects and not objects & said and theirs.get(preposition, frozenset()) - asked
+        for preposition, objects in _complements(question_words).items()
     )

@@ -97,6 +97,8 @@ _HEDGE: Final = re.compile(
     r"|what if|proposal|propose[sd]?|proposing|suggest(?:s|ed|ing)?|idea|option|plan b|not sure|unsure"
     r"|tentative(?:ly)?|rumou?rs?|i think|we think|i guess|depending|float(?:s|ed|ing)|wants? to try"
     r"|(?:we'?ll|will|to|going to) vote|under discussion|up for discussion|tb[cd]|to be (?:decided|confirmed)"
+    r"|recommend(?:s|ed)? (?:trying|trialling|trialing|switching|moving|going with|that)|keeps? recommending"
+    r"|lobb(?:ying|ies|ied)|worth (?:switching|trying|a try|considering)|thinking (?:we|of)"
     r"|(?:nothing|not)\s+(?:yet\s+)?(?:agreed|decided|confirmed|settled|final))\b",
     re.IGNORECASE,
 )
