@@ -149,9 +149,26 @@ def test_a_newer_memory_saying_less_of_the_question_ties_when_it_says_what_is_as
     assert ordered(question, old, new, weights=heavy) == (["old", "new"], {})
 
 
+def test_by_meaning_an_older_memory_close_to_the_question_answers_it_in_other_words() -> None:
+    question = "Where is the team retreat being held?"
+    # "offsite" for "retreat": its words hold a third of the question, its meaning is close
+    old = replace(
+        memory("old", "Team offsite is at Lakeview Lodge in Harrowgate.", 1, score=2.0), cosine=0.55
+    )
+    new = memory(
+        "new", "We're doing the team retreat at the Copperworks space downtown instead.", 30, score=1.5
+    )
+    assert ordered(question, old, new) == (["new", "old"], {"old": "new"})
+    # not close enough in meaning either: no answer to the question, nothing moves
+    far = replace(old, cosine=0.45)
+    assert ordered(question, far, new) == (["old", "new"], {})
+
+
 def test_recency_params_keep_the_asked_word_share_under_the_tie_share() -> None:
     with pytest.raises(ValueError, match="asked_word_share"):
         RecencyParams(tie_share=0.5, asked_word_share=0.6)
+    with pytest.raises(ValueError, match="answer_cosine"):
+        RecencyParams(answer_cosine=0.0)
 
 
 def test_memories_valid_from_the_same_instant_or_without_one_are_never_rivals() -> None:

@@ -16,7 +16,9 @@ citable, the older second.
 With recall by meaning, a newer typed value close in meaning to the older one (``alike``: the
 cosine of their vectors, at least ``same_meaning``) ties even when it says the question's words less
 ("Mia gets in at 8:40pm Saturday" for "When does Mia's flight land?"), unless the structurer's word
-guards show another subject.
+guards show another subject; and an older typed value close in meaning to the question (at least
+``answer_cosine``) answers it even in other words ("Team offsite is at …" for "Where is the team
+retreat being held?").
 
 Not applied to questions about the past ("When did …", "What was …"): every version answers them.
 Pure: the candidates' text, terms and ``validFrom`` are already held.
@@ -81,6 +83,11 @@ class RecencyParams:
     #: one of the question's phrases that the older memory says too ("buddy" in "Who is Aiko's
     #: onboarding buddy?" for "Renata's going to be Aiko's buddy instead").
     asked_word_share: float = 0.5
+    #: With recall by meaning: an older typed value this close to the question (recall by meaning's
+    #: confident cosine) answers it even when its words hold less than ``min_answer_share`` of it
+    #: ("Team offsite is at Lakeview Lodge" for "Where is the team retreat being held?"); chat
+    #: turns about one topic are a conversation, not values replaced.
+    answer_cosine: float = 0.5
 
     def __post_init__(self) -> None:
         if not 0.0 < self.tie_share <= 1.0:
@@ -89,6 +96,8 @@ class RecencyParams:
             raise ValueError(f"min_answer_share must lie in [0, 1], got {self.min_answer_share!r}")
         if not 0.0 < self.asked_word_share <= self.tie_share:
             raise ValueError(f"asked_word_share must lie in (0, tie_share], got {self.asked_word_share!r}")
+        if not 0.0 < self.answer_cosine <= 1.0:
+            raise ValueError(f"answer_cosine must lie in (0, 1], got {self.answer_cosine!r}")
         if not 0.0 < self.same_meaning <= 1.0:
             raise ValueError(f"same_meaning must lie in (0, 1], got {self.same_meaning!r}")
 
@@ -211,7 +220,8 @@ def _newest_rival(
     if older.valid_from_ms is None:
         return None
     held = older.terms & asked.weights.keys()
-    if _weight(held, asked.weights) < params.min_answer_share * asked.total:
+    close = older.memory_type in VALUE_TYPES and (older.cosine or 0.0) >= params.answer_cosine
+    if _weight(held, asked.weights) < params.min_answer_share * asked.total and not close:
         return None
     if not held or not asked.naming <= older.terms or not _answers_now(older, asked.topic, frozenset()):
         return None  # no answer: it lacks a name the question asks about, or states nothing now
