@@ -220,12 +220,11 @@ def _newest_rival(
     if older.valid_from_ms is None:
         return None
     held = older.terms & asked.weights.keys()
-    close = older.memory_type in VALUE_TYPES and (older.cosine or 0.0) >= params.answer_cosine
-    if _weight(held, asked.weights) < params.min_answer_share * asked.total and not close:
+    held_weight = _weight(held, asked.weights)
+    if held_weight < params.min_answer_share * asked.total and not _answers_by_meaning(older, params):
         return None
     if not held or not asked.naming <= older.terms or not _answers_now(older, asked.topic, frozenset()):
         return None  # no answer: it lacks a name the question asks about, or states nothing now
-    held_weight = _weight(held, asked.weights)
     floor = params.tie_share * held_weight
     asked_words = asked.ends & older.terms
     newest: Ranked | None = None
@@ -248,6 +247,12 @@ def _newest_rival(
         if answers and not _other_subject(asked.question, older.text, candidate.text):
             newest = candidate
     return newest
+
+
+def _answers_by_meaning(older: Ranked, params: RecencyParams) -> bool:
+    """With recall by meaning: a typed value close enough to the question answers it in any words
+    (chat turns about one topic are a conversation, not values replaced)."""
+    return older.memory_type in VALUE_TYPES and (older.cosine or 0.0) >= params.answer_cosine
 
 
 def _close_in_meaning(
@@ -306,6 +311,11 @@ def _words(text: str) -> list[tuple[str, frozenset[str]]]:
     return [(match.group(0), frozenset(analyze(match.group(0)))) for match in _WORD.finditer(text)]
 
 
+def _terms(words: Sequence[tuple[str, frozenset[str]]]) -> frozenset[str]:
+    """Every term of ``words``."""
+    return frozenset(term for _, terms in words for term in terms)
+
+
 def _told_in_past(question_words: Sequence[tuple[str, frozenset[str]]], text: str) -> bool:
     """``text`` says one of the question's words in a past form the question does not use
     ("Mia lived in Lisbon" for "Where does Mia live?"): a story, not the current value."""
@@ -320,7 +330,7 @@ def _told_in_past(question_words: Sequence[tuple[str, frozenset[str]]], text: st
 def _extends(question_words: Sequence[tuple[str, frozenset[str]]], text: str) -> frozenset[str]:
     """The question's last-of-phrase words that ``text`` makes the first word of a longer subject
     ("The demo prep is at 2pm" for "When is the demo?"): another subject named after the question's."""
-    asked = frozenset(term for _, terms in question_words for term in terms)
+    asked = _terms(question_words)
     ends = _phrase_ends(question_words)
     return frozenset(
         term
@@ -362,7 +372,7 @@ def _other_subject(question: str, older: str, newer: str) -> bool:
 def _swaps_modifier(question_words: Sequence[tuple[str, frozenset[str]]], text: str) -> bool:
     """``text`` puts a word of its own where the question has one before the same word ("Dana's
     home number" for "What is Dana's work number?"): the question asks about another one."""
-    asked = frozenset(term for _, terms in question_words for term in terms)
+    asked = _terms(question_words)
     modified = frozenset(
         term for (_, before), (_, terms) in pairwise(question_words) if before for term in terms
     )
@@ -385,9 +395,9 @@ def _complements(words: Sequence[tuple[str, frozenset[str]]]) -> dict[str, froze
 def _swaps_complement(question_words: Sequence[tuple[str, frozenset[str]]], text: str) -> bool:
     """``text`` gives a preposition of the question another object and never says the question's
     ("… tech lead for billing" for "Who is tech lead for search?"): another one."""
-    asked = frozenset(term for _, terms in question_words for term in terms)
+    asked = _terms(question_words)
     words = _words(text)
-    said = frozenset(term for _, terms in words for term in terms)
+    said = _terms(words)
     theirs = _complements(words)
     return any(
         objects and not objects & said and theirs.get(preposition, frozenset()) - asked
