@@ -450,3 +450,13 @@ def test_a_capitalized_verb_before_a_name_is_no_part_of_the_name() -> None:
     earlier = "Petrov's date of birth on the intake form: 12 Aug 1958."
     assert cued("Fixed Petrov's date of birth, it's now 21 Aug 1958.", earlier)
     assert not cued("Ivanov's date of birth, it's now 21 Aug 1958.", earlier)  # another person
+
+
+def test_a_thing_named_by_its_own_name_needs_not_its_owner() -> None:
+    vet = "Pepper's vet, Greenway Animal Clinic, is at 42 Linden Ave."
+    assert cued("Greenway relocated to 1180 Harbor Rd — bigger space and actual parking.", vet)
+    # another owner named, or a name the earlier statement does not give its thing: apart
+    assert not cued("Rex's vet relocated to 1180 Harbor Rd.", vet)
+    assert not cued("Brookside relocated to 1180 Harbor Rd — bigger space.", vet)
+    booked = "Car's booked in at Halvorsen Motors on 14 July for its service."
+    assert cued("Halvorsen rang, their lift is broken — service is the 21st of July instead.", booked)

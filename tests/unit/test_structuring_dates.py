@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kaibo_core.core.structuring.dates import (
+    day_of_month,
     format_date,
     infer_year,
     local_date,
@@ -128,6 +129,12 @@ def test_the_inferred_date_lies_in_the_window(today: date, month: int, day: int)
         ("last week", "last week (week of May 25, 2026)"),
         ("next month", "next month (July 2026)"),
         ("next year", "next year (2027)"),
+        ("due the 22nd.", "due the 22nd (June 22, 2026)."),
+        ("gave us till the 1st for it", "gave us till the 1st (July 1, 2026) for it"),  # June 1 is gone
+        ("on Friday the 12th", "on Friday the 12th (June 12, 2026)"),
+        ("pushed to Wednesday 3rd, same time", "pushed to Wednesday 3rd (June 3, 2026), same time"),
+        ("by Friday 12 June", "by Friday 12 June 2026"),  # one date, not a Friday and a 12 June
+        ("on Friday the 12th of June", "on Friday the 12th of June 2026"),
     ],
 )
 def test_each_date_form_keeps_its_words_and_adds_the_date(text: str, expected: str) -> None:
@@ -144,6 +151,11 @@ def test_each_date_form_keeps_its_words_and_adds_the_date(text: str, expected: s
         "the Friday design review",  # a bare weekday names the meeting, not a date
         "version 2.3 is out",
         "at 10:30",
+        "the printer on the 3rd floor",  # an ordinal before a noun counts floors, grades, times
+        "it was the 2nd time",
+        "Rent is $1,850 a month, due on the 1st.",  # every month's 1st
+        "The quarterly newsletter goes out on the 5th.",
+        "Payroll cutoff for March is the 23rd.",  # March's 23rd, not this month's
     ],
 )
 def test_words_that_are_not_dates_stay_as_they_are(text: str) -> None:
@@ -194,6 +206,38 @@ def test_the_structurer_reads_the_weekday_of_a_story_as_the_one_just_gone() -> N
     assert memory("The concert is on Saturday.") == "The concert is on Saturday (June 6, 2026)."
 
 
+@pytest.mark.parametrize(
+    ("day", "weekday", "past", "expected"),
+    [
+        (22, None, False, date(2026, 6, 22)),
+        (2, None, False, date(2026, 6, 2)),  # today counts
+        (1, None, False, date(2026, 7, 1)),
+        (31, None, False, date(2026, 7, 31)),  # June has no 31st
+        (1, None, True, date(2026, 6, 1)),  # "we met on the 1st": the one gone
+        (22, None, True, date(2026, 5, 22)),
+        (3, 2, False, date(2026, 6, 3)),  # Wednesday the 3rd
+        (1, 2, False, date(2026, 7, 1)),  # Wednesday the 1st: July's
+        (12, 3, False, date(2026, 6, 12)),  # Thursday the 12th: no Thursday soon, the nearest 12th
+        (32, None, False, None),
+    ],
+)
+def test_a_day_of_the_month_is_the_next_one_on_its_weekday(
+    day: int, weekday: int | None, past: bool, expected: date | None
+) -> None:
+    assert day_of_month(day, weekday, TUESDAY, past) == expected
+
+
+def test_a_moved_date_said_as_weekday_and_day_is_that_day_not_the_next_weekday() -> None:
+    event = EventToStructure(
+        "evt_1", "s", 1, "h" * 64, "message",
+        "School pushed parents' evening back to Wednesday the 30th, same time.",
+        "2026-09-17T09:00:00.000Z",
+    )  # fmt: skip
+    content = RuleStructurer().structure(event, lambda _query: [])[0].content
+    assert "Wednesday the 30th (September 30, 2026)" in content
+    assert "September 23" not in content
+
+
 def test_month_arithmetic_clamps_to_the_last_day() -> None:
     assert resolved("in 1 month", date(2026, 1, 31)) == "in 1 month (February 28, 2026)"
     assert resolved("next month", date(2026, 12, 15)) == "next month (January 2027)"
@@ -207,7 +251,8 @@ def test_resolved_dates_are_listed_in_order() -> None:
 
 _PIECES = st.sampled_from(
     ["July 17", "17 July", "tomorrow", "next Friday", "on Monday", "in 3 days", "next week", "the standup",
-     "May 5", "at 9am", "2026-07-01", "yesterday", "last month", ",", ".", "and", "Jul 4th", "this Friday"]
+     "May 5", "at 9am", "2026-07-01", "yesterday", "last month", ",", ".", "and", "Jul 4th", "this Friday",
+     "the 22nd", "Wednesday the 3rd", "by Friday 12 June", "on the 3rd floor"]
 )  # fmt: skip
 
 

@@ -249,6 +249,19 @@ def _owners(reading: Reading) -> frozenset[str]:
     return reading.owners | owner
 
 
+def _opens_with_their_name(update: _Update, old: Reading) -> bool:
+    """The update opens with a name the earlier statement gives its thing besides its owner, and
+    names no owner of its own: "Greenway relocated to 1180 Harbor Rd" after "Pepper's vet, Greenway
+    Animal Clinic, is at 42 Linden Ave" (the clinic moved, whoever's vet it is, whatever word each
+    says first)."""
+    opening = update.reading.opening
+    if opening is None or _owners(update.reading):
+        return False
+    stems = frozenset(analyze(opening))
+    names = _names(old) - _owners(old)
+    return bool(stems) and any(stems <= frozenset(analyze(name)) for name in names)
+
+
 def _named_subject(text: str, said: frozenset[str]) -> frozenset[str]:
     """A capitalized first word that names the subject: followed by a word the earlier statement
     says ("Android release target …" after "The iOS app release …"), not a remark's first word
@@ -281,7 +294,8 @@ def _other_subject(update: _Update, old: Reading, old_text: str, slot_is_name: b
     June 11" after "The iOS app release is … June 4"); for a person replaced in a role, the earlier
     role is not repeated ("tech lead for search" and "tech lead for billing")."""
     said, told = frozenset(analyze(old_text)), _message_terms(update.message)[0]
-    if any(not frozenset(analyze(owner)) <= told for owner in _owners(old)):
+    named = _opens_with_their_name(update, old)
+    if not named and any(not frozenset(analyze(owner)) <= told for owner in _owners(old)):
         return True
     if slot_is_name:
         role = _subject_words(old_text, old) - frozenset(analyze(" ".join(_names(old))))
@@ -297,7 +311,7 @@ def _other_subject(update: _Update, old: Reading, old_text: str, slot_is_name: b
         return True
     if _other_label(update, old, old_text) or _other_modifier(update, old, old_text, said, told):
         return True
-    return _other_scope(update.text, old_text, told) or _other_lead(update, old, said, told)
+    return _other_scope(update.text, old_text, told) or (not named and _other_lead(update, old, said, told))
 
 
 def _other_scope(text: str, old_text: str, told: frozenset[str]) -> bool:

@@ -10,6 +10,8 @@ still finds the words people used and also the absolute date:
     "in 3 days"      -> "in 3 days (June 5, 2026)"
     "next week"      -> "next week (week of June 8, 2026)"
     "next month"     -> "next month (July 2026)"
+    "the 22nd"       -> "the 22nd (June 22, 2026)"
+    "Friday the 12th" -> "Friday the 12th (June 12, 2026)"
 
 Resolving an already resolved text changes nothing (the rewrite is idempotent).
 """
@@ -55,15 +57,35 @@ _WEEKDAY = "|".join(WEEKDAYS)
 _YEAR_AFTER = r"(?!(?:,\s*|\s+)\d{4}\b)"
 _ALREADY_RESOLVED = r"(?!\s*\()"
 _COUNT = r"\d{1,3}|a couple of|a few|an|a|one|two|three|four|five|six|seven|eight|nine|ten"
+#: A day of the month after a weekday, or after "the" ("Wednesday 30th", "the 22nd"), is a date; the
+#: weekday alone is not resolved before it, nor before a day and its month ("Friday 25 September").
+_DAY_AFTER = rf"(?:,?\s+(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)\b|,?\s+\d{{1,2}}\s+(?:of\s+)?(?:{_MONTH})\b)"
+#: What may follow "the 22nd" for it to be a day: an end or a small word, not a noun ("the 3rd floor").
+_AFTER_DAY = (
+    r"(?=\s*$|\s*[^\w\s(]|\s+(?:at|by|for|instead|so|but|because|then|if|from|to|until|"
+    r"till|with|when|as|same|now|this|next|please|latest|is|was|will)\b)"
+)
+#: A text that says something recurs each month: its "on the 1st" is every month's, not one date.
+_MONTHLY: Final = re.compile(
+    r"\b(?:every|each|a|per)\s+(?:month|quarter)\b|\bmonthly\b|\bquarterly\b|\bof\s+(?:the|each|every)\s+month\b",
+    re.IGNORECASE,
+)
+#: A month named by its full name ("Payroll cutoff for March is the 23rd": March's 23rd).
+_MONTH_NAMED: Final = re.compile(
+    r"\b(?:January|February|March|April|May|June|July|August|September|October|November|December)\b"
+    r"|\b(?i:january|february|april|june|july|august|september|october|november|december)\b"
+)
 _DATE_PATTERN: Final = re.compile(
     rf"""
     \b(?P<md_month>{_MONTH})\.?\s+(?P<md_day>\d{{1,2}})(?P<md_suffix>st|nd|rd|th)?\b(?!:\d){_YEAR_AFTER}
   | \b(?P<dm_day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<dm_month>{_MONTH})\b\.?{_YEAR_AFTER}
+  | \b(?:(?P<od_wd>{_WEEKDAY}),?\s+(?:the\s+)?|the\s+)(?P<od_day>\d{{1,2}})(?:st|nd|rd|th)\b
+        (?!\s+(?:of\s+)?(?:{_MONTH})\b){_AFTER_DAY}{_ALREADY_RESOLVED}
   | \b(?P<rel>the\s+day\s+after\s+tomorrow|the\s+day\s+before\s+yesterday|today|tonight|tomorrow
         |yesterday|this\s+morning|this\s+afternoon|this\s+evening)\b(?!'){_ALREADY_RESOLVED}
   | \b(?P<wd_mod>this\s+coming|next|this|coming|last|past|on|by|until|till|before|after|from|since
         |to|for)
-        \s+(?P<wd>{_WEEKDAY})\b(?!')(?!,?\s+(?:{_MONTH})\b){_ALREADY_RESOLVED}
+        \s+(?P<wd>{_WEEKDAY})\b(?!')(?!,?\s+(?:{_MONTH})\b)(?!{_DAY_AFTER}){_ALREADY_RESOLVED}
   | \bin\s+(?P<in_n>{_COUNT})\s+(?P<in_unit>days?|weeks?|months?)\b{_ALREADY_RESOLVED}
   | \b(?P<ago_n>{_COUNT})\s+(?P<ago_unit>days?|weeks?)\s+ago\b{_ALREADY_RESOLVED}
   | \b(?P<span_mod>next|this|last)\s+(?P<span_unit>week|month|year)\b{_ALREADY_RESOLVED}
@@ -157,6 +179,30 @@ def weekday_date(modifier: str, weekday: int, today: date, past: bool = False) -
     return today + timedelta(days=(weekday - today.weekday()) % 7)
 
 
+#: How many months ahead (or back) a day of the month is looked for on the weekday it is said with.
+_WEEKDAY_MONTHS: Final = 2
+
+
+def day_of_month(day: int, weekday: int | None, today: date, past: bool = False) -> date | None:
+    """The date of "the ``day``th": the first one on or after today (this month or the next), or in a
+    statement that tells the past the latest one on or before today; said with a weekday
+    ("Wednesday the 30th"), the nearest such day that falls on it, within two months, else the
+    nearest day (the weekday may be wrong, the number rarely is). None for a day no month has."""
+    if not 1 <= day <= 31:
+        return None
+    step = -1 if past else 1
+    options: list[date] = []
+    month = today.replace(day=1)
+    for _ in range(12):
+        with suppress(ValueError):
+            option = month.replace(day=day)
+            if (option <= today) if past else (option >= today):
+                options.append(option)
+        month = _add_months(month, step)
+    matching = [option for option in options[:_WEEKDAY_MONTHS] if option.weekday() == weekday]
+    return next(iter(matching or options), None)
+
+
 def _month_day(month_word: str, day_text: str, today: date) -> date | None:
     if month_word.lower() in _AMBIGUOUS_MONTHS and not month_word[0].isupper():
         return None
@@ -192,7 +238,12 @@ def _resolve_match(match: re.Match[str], today: date, past: bool) -> tuple[str, 
     if groups["dm_month"]:
         day = _month_day(groups["dm_month"], groups["dm_day"], today)
         return (f"{words.rstrip('.')} {day.year}", day) if day else None
-    if groups["rel"]:
+    if groups["od_day"]:
+        weekday = WEEKDAYS.index(groups["od_wd"].lower()) if groups["od_wd"] else None
+        day = day_of_month(int(groups["od_day"]), weekday, today, past)
+        if day is None:
+            return None
+    elif groups["rel"]:
         day = _relative_day(groups["rel"], today)
     elif groups["wd"]:
         day = weekday_date(groups["wd_mod"], WEEKDAYS.index(groups["wd"].lower()), today, past)
@@ -217,7 +268,10 @@ def resolve_dates(text: str, today: date, past: bool = False) -> ResolvedText:
     pieces: list[str] = []
     dates: list[date] = []
     position = 0
+    own_month = _MONTHLY.search(text) is not None or _MONTH_NAMED.search(text) is not None
     for match in _DATE_PATTERN.finditer(text):
+        if own_month and match.group("od_day") and not match.group("od_wd"):
+            continue  # "due on the 1st" of "$1,850 a month", "the 23rd" of "Payroll cutoff for March"
         resolved = _resolve_match(match, today, past)
         if resolved is None:
             continue
