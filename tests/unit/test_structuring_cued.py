@@ -460,3 +460,8 @@ def test_a_thing_named_by_its_own_name_needs_not_its_owner() -> None:
     assert not cued("Brookside relocated to 1180 Harbor Rd — bigger space.", vet)
     booked = "Car's booked in at Halvorsen Motors on 14 July for its service."
     assert cued("Halvorsen rang, their lift is broken — service is the 21st of July instead.", booked)
+
+
+def test_a_job_someone_picks_up_or_covers_is_a_role_one_person_holds() -> None:
+    swim = "Dad picks up the kids from swim on Thursdays at 5:45."
+    assert linked("Thursday swim pickup is Aunt Rosa's job starting next week, Dad has evening shifts.", swim)

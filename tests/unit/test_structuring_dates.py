@@ -155,6 +155,7 @@ def test_each_date_form_keeps_its_words_and_adds_the_date(text: str, expected: s
         "it was the 2nd time",
         "Rent is $1,850 a month, due on the 1st.",  # every month's 1st
         "The quarterly newsletter goes out on the 5th.",
+        "Fibrenet is €39.90/month, direct debit on the 3rd.",
         "Payroll cutoff for March is the 23rd.",  # March's 23rd, not this month's
     ],
 )

@@ -67,7 +67,8 @@ _AFTER_DAY = (
 )
 #: A text that says something recurs each month: its "on the 1st" is every month's, not one date.
 _MONTHLY: Final = re.compile(
-    r"\b(?:every|each|a|per)\s+(?:month|quarter)\b|\bmonthly\b|\bquarterly\b|\bof\s+(?:the|each|every)\s+month\b",
+    r"\b(?:every|each|a|per)\s+(?:month|quarter)\b|/\s?mo(?:nth)?\b|\bmonthly\b|\bquarterly\b"
+    r"|\bof\s+(?:the|each|every)\s+month\b",
     re.IGNORECASE,
 )
 #: A month named by its full name ("Payroll cutoff for March is the 23rd": March's 23rd).

@@ -28,6 +28,7 @@ from kaibo_core.core.structuring.classify import (
     tells_the_past,
 )
 from kaibo_core.core.structuring.completed import closed_tasks, reports_completion
+from kaibo_core.core.structuring.contacts import CONTACT_KINDS, gives_new_contact, recontacted_candidates
 from kaibo_core.core.structuring.cued import cued_candidates, cues_change, tells_change_done
 from kaibo_core.core.structuring.dates import local_date, resolve_dates
 from kaibo_core.core.structuring.drafts import (
@@ -167,7 +168,12 @@ class RuleStructurer:
         if change is None and classification.type == "episode":
             # A plain statement no type fits may still give a plan a new value ("Team lunch at
             # Ramen Taka" after "Team lunch at Sushi Ko"); an episode told in the past never does.
-            plain = classification.confidence == FALLBACK_EPISODE or tells_change_done(statement.text)
+            # "Gus got a new mobile — 0176 318 4420": told in the past, the current value in fact.
+            plain = (
+                classification.confidence == FALLBACK_EPISODE
+                or tells_change_done(statement.text)
+                or gives_new_contact(statement.text, statement.text)
+            )
             links = self._restated(event, statement, today, search, plan) if plain else ()
             if not links:
                 text = resolve_dates(statement.text, today, past=tells_the_past(statement)).text
@@ -269,14 +275,15 @@ class RuleStructurer:
         if route is not None:
             found += rerouted_candidates(route, candidates)
         if not found and valued:
+            wider = self._wider(statement, candidates, search, plan)
             found = cued_candidates(
                 text,
                 plan.message,
-                self._wider(statement, candidates, search, plan),
+                wider,
                 speaker=statement.speaker,
                 stream=event.stream,
                 meaning=self._meaning,
-            )
+            ) or recontacted_candidates(text, plan.message, statement.speaker, event.stream, wider)
         if found:
             found += retired_together(found, candidates)
         return plan.links_for("supersedes", [candidate.memory_id for candidate in found])
@@ -289,7 +296,7 @@ class RuleStructurer:
         finds (its other sentences name the subject: "Greenline can't do the 8th anymore. They've
         put us down for August 15 instead."): one more search, once per message (``_searched_once``:
         a message of one statement is not searched again)."""
-        if not cues_change(statement.text):
+        if not cues_change(statement.text) and not gives_new_contact(statement.text, plan.message):
             return candidates
         seen = {candidate.memory_id for candidate in candidates} | plan.linked
         return candidates + [c for c in search(plan.message) if c.memory_id not in seen]
@@ -317,16 +324,18 @@ def _search_text(statement: Statement) -> str:
 
 #: A speaker telling their own number, address or email ("Lena: … I'm on 0151 4409 2276 from today").
 _FIRST_PERSON: Final = re.compile(r"\b(?:i|i'm|im|my|me)\b", re.IGNORECASE)
-_CONTACT_KINDS: Final = frozenset({"phone", "email", "address"})
 
 
 def _own_contact(statement: Statement) -> str | None:
-    """The speaker, when the statement gives their own contact: what an earlier memory of it names
-    ("Lena's mobile: 0176 2234 8812"). Only then, so that a chat turn costs no extra Query."""
-    if not statement.speaker or not _FIRST_PERSON.search(statement.text):
+    """The speaker, when the statement gives their own contact ("Lena: I'm on 0151 …", "Jolene:
+    new email btw — …"): what an earlier memory of it names ("Lena's mobile: 0176 2234 8812").
+    Only then, so that a chat turn costs no extra Query."""
+    if not statement.speaker:
+        return None
+    if not _FIRST_PERSON.search(statement.text) and not gives_new_contact(statement.text, statement.text):
         return None
     kinds = {kind for kind, _ in read(statement.text).values}
-    return statement.speaker if kinds & _CONTACT_KINDS else None
+    return statement.speaker if kinds & CONTACT_KINDS else None
 
 
 def _names_old_value(change: Change) -> bool:
