@@ -196,6 +196,17 @@ def test_given_no_answer_then_abstain_with_the_documented_reason(
     assert answer["abstain"] == {"abstained": True, "reason": reason, "message": ABSTAIN_MESSAGES[reason]}
 
 
+def test_a_value_of_the_kind_asked_for_says_the_words_that_name_it(memories: Memories) -> None:
+    """ "phone number" is said by a phone value: no abstain for want of the words."""
+    memories.add("Lena's mobile: 0176 2234 8812")
+    memories.add("Lena's bike is the red one by the door, the lock code is on the fridge.")
+    answer = memories.recall("What is Lena's phone number?")
+    assert answer["abstain"] == {"abstained": False}
+    assert answer["items"][0]["text"] == "Lena's mobile: 0176 2234 8812"
+    # a memory without a value of the kind still covers too little: abstain
+    assert memories.recall("What is Lena's email address?")["abstain"]["reason"] == "below_threshold"
+
+
 def test_given_a_budget_too_small_for_anything_then_abstain(memories: Memories) -> None:
     memories.add("The release target moved to July 17 after the review with the whole design team.")
     answer = memories.recall("release target", budget=3)

@@ -30,6 +30,7 @@ from kaibo_core.core.models.memories import (
 from kaibo_core.core.models.recall import AbstainReason, RecallAnswer, RecallCandidate, RecallHit, RecallQuery
 from kaibo_core.core.provisional import provisional_memory_id
 from kaibo_core.core.ranking import DEFAULT_PARAMS, Bm25Params
+from kaibo_core.core.recall.answer_slots import holds_asked_value, kind_words
 from kaibo_core.core.recall.conflicts import without_outdated
 from kaibo_core.core.recall.context import ContextParams, Location, context_scores, neighbour_locations
 from kaibo_core.core.recall.packing import pack
@@ -200,6 +201,8 @@ class RecallService:
         # Whether to answer is decided on the candidates the question found, before context.
         below = bool(ranked) and max(coverage(r.terms, weights) for r in ranked) < params.min_coverage
         if below and _close_enough(semantic, ranked):
+            below = False
+        if below and _covered_with_kind(ranked, query.question, weights, params.min_coverage):
             below = False
         if ranked and not below:
             scoring = _Scoring(filters, weights, corpus, params.bm25, fuse)
@@ -494,6 +497,21 @@ def _with_nearby(
     return top + [
         Candidate(memory_id, 0.0, frozenset(), 0) for memory_id, _ in nearby if memory_id not in listed
     ]
+
+
+def _covered_with_kind(
+    ranked: Sequence[Ranked], question: str, weights: Mapping[str, float], min_coverage: float
+) -> bool:
+    """A memory covers enough of the question once the words that name the kind of value asked for
+    count as said by a value of that kind ("Lena's mobile: 0176 2234 8812" for "What is Lena's phone
+    number?"). Read only for a question that would otherwise abstain."""
+    named = kind_words(question)
+    if not named:
+        return False
+    return any(
+        coverage(r.terms | named, weights) >= min_coverage and holds_asked_value(r.text, question)
+        for r in ranked
+    )
 
 
 def _close_enough(semantic: SemanticChannel | None, ranked: Sequence[Ranked]) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from kaibo_core.core.structuring.restated import ValueKind
+from kaibo_core.core.structuring.restated import ValueKind, read
 from kaibo_core.core.text import analyze
 
 _WHEN: Final[frozenset[ValueKind]] = frozenset({"date", "time"})
@@ -62,3 +62,26 @@ def asked_kinds(question: str) -> frozenset[ValueKind]:
 def question_topic(question: str) -> frozenset[str]:
     """What the question is about: its stemmed terms without question words."""
     return frozenset(analyze(question)) - _QUESTION_WORDS
+
+
+#: The words of a question that name the kind of value it asks for ("phone number", "email").
+_KIND_NOUNS: Final = re.compile(
+    r"\b(?:e-?mail|inbox|phone|mobile|cell|pager|hotline|number|url|link|website|deadline|due date|price"
+    r"|cost)\b",
+    re.IGNORECASE,
+)
+
+
+def kind_words(question: str) -> frozenset[str]:
+    """The terms of ``question`` that name the kind of value it asks for about now ("What is Lena's
+    phone number?": phone, number); empty when it asks for none."""
+    if not asked_kinds(question):
+        return frozenset()
+    return frozenset(analyze(" ".join(_KIND_NOUNS.findall(question))))
+
+
+def holds_asked_value(text: str, question: str) -> bool:
+    """``text`` holds a value of the kind ``question`` asks for: "Lena: I'm on 0151 4409 2276 from
+    today" answers "What is Lena's phone number?" without the words "phone" or "number"."""
+    kinds = asked_kinds(question)
+    return bool(kinds) and any(kind in kinds for kind, _ in read(text).values)
