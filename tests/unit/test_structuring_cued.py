@@ -465,3 +465,5 @@ def test_a_thing_named_by_its_own_name_needs_not_its_owner() -> None:
 def test_a_job_someone_picks_up_or_covers_is_a_role_one_person_holds() -> None:
     swim = "Dad picks up the kids from swim on Thursdays at 5:45."
     assert linked("Thursday swim pickup is Aunt Rosa's job starting next week, Dad has evening shifts.", swim)
+    praise = "Caroline: You're doing an awesome job looking after yourself and your family!"
+    assert not linked("Melanie: Wow, Caroline, you're doing an awesome job of inspiring others.", praise)

@@ -141,3 +141,34 @@ def test_the_structurer_links_a_choice_restated_and_not_one_added() -> None:
     linked = structured_links("Replies in English for me please, short answers still.", old)
     assert [(link.kind, link.memory_id) for link in linked] == [("supersedes", "mem_old0")]
     assert structured_links("Please also reply in English, short answers too.", old) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (
+            "Grandpa Ed always wants an aisle seat when he flies.",
+            "Ed says window seats from now on, he likes the view.",
+        ),
+        (
+            "Ines likes the weekly dashboard numbers as PDF attachments every Monday.",
+            "Ines asked for the weekly numbers as a live Google Sheet link going forward, no more PDFs.",
+        ),
+    ],
+)
+def test_a_holders_own_choice_told_by_someone_else_is_an_update(old: str, new: str) -> None:
+    assert [link.kind for link in structured_links(new, old)] == ["supersedes"]
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        "Priya says Tom wants window seats from now on.",  # told by the holder's name? no: Priya's
+        "Someone in sales says Tom wants window seats from now on.",  # hearsay, no one named first
+        "Tom reckons Ana wants window seats from now on.",  # a guess about another, not what he said
+        "Tom says he might want window seats from now on.",  # a hedge
+        "Did Tom say window seats from now on?",  # a question
+    ],
+)
+def test_hearsay_a_hedge_or_a_question_told_by_someone_else_replaces_nothing(new: str) -> None:
+    assert structured_links(new, "Tom always wants an aisle seat when he flies.") == []

@@ -69,6 +69,12 @@ _GENERIC: Final = frozenset(
         "until from before later soon"
     )
 )
+#: Roles one person holds, and here, where another speaker's value is apart, a job someone has, covers
+#: or picks up ("Thursday swim pickup is Aunt Rosa's job starting next week"); not in the restatement
+#: reading, which reads chat across speakers ("you're doing an awesome job" is praise).
+_HELD_ROLES: Final = _SOLE_ROLES | frozenset(
+    analyze("job cover covers covering pick picks picking associate")
+)
 #: Subject words the message and the earlier memory must share, with a change cue and without.
 MIN_SHARED_WORDS: Final = 2
 MIN_SHARED_UNCUED: Final = 3
@@ -459,7 +465,7 @@ def cued_candidates(
     three without); [] when none is close enough or several are as close."""
     reading = _valued(read(text), text)
     kinds = _kinds(reading.values) - {"name"}
-    if reading.topic & _SOLE_ROLES:
+    if reading.topic & _HELD_ROLES:
         kinds |= {"name"}  # "Kwame Mensah is primary on payments-api"
     if not kinds or _told_in_the_past(text) or _NEW_THING.search(text) or _UNCHANGED.search(text):
         return []

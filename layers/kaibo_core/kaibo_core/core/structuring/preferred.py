@@ -100,6 +100,21 @@ def states_choice(statement: Statement) -> bool:
     return bool(_CHOICE.search(core) or _OWN_INSTRUCTION.match(core) or len(_WEAK_CHOICE.findall(core)) >= 2)
 
 
+#: Someone named, then what they said: "Ed says …", "Ines asked for …", "Mom told me …".
+_RELAYED: Final = re.compile(
+    r"^(?:[A-Z][\w'’-]*\s+)*?([A-Z][\w'’-]*)\s+(?:says|said|mentioned|asked(?:\s+for)?|told\s+(?:me|us))\b"
+)
+
+
+def relays_own_choice(statement: Statement) -> bool:
+    """Someone's own choice, told by another ("Ed says window seats from now on"; "Ines asked for
+    the weekly numbers as a live Google Sheet link going forward"): reported speech, yet the
+    holder's word on their own choice, not hearsay about a value. Not a question, hedge or negation."""
+    if not statement.reported or statement.question or statement.hedged or statement.negated:
+        return False
+    return _RELAYED.match(statement.core) is not None and states_choice(statement)
+
+
 def standing(statement: Statement) -> bool:
     """The statement holds a choice that a later one can replace: a preference, a choice, an
     instruction about the speaker's own things or a habit ("I take my coffee with …")."""
@@ -137,11 +152,17 @@ def _one_holder(new: Holder, old: Holder, same_stream: bool) -> bool:
     a statement to its listener ("your …") is cannot be told: no one's."""
     if "you" in (new[0], old[0]):
         return False
-    if new == old:
+    if new == old or (new[0] == old[0] == "name" and _one_name(new[1], old[1])):
         return same_stream or new[0] == "name" or bool(new[1])
     names = {who for kind, who in (new, old) if kind == "name"}
     speakers = {who for kind, who in (new, old) if kind == "self" and who}
     return len(names) == 1 and names == speakers
+
+
+def _one_name(new: str, old: str) -> bool:
+    """One person named in full once and in part once: "Grandpa Ed" and "Ed"."""
+    new_words, old_words = set(new.split()), set(old.split())
+    return new_words <= old_words or old_words <= new_words
 
 
 def _settled(choice: Choice, other: Choice) -> Holder:
@@ -184,10 +205,11 @@ def _narrowed(new: Reading, old: Reading) -> bool:
 
 
 def preferred_candidates(
-    statement: Statement, stream: str, candidates: Iterable[CandidateMemory]
+    statement: Statement, stream: str, candidates: Iterable[CandidateMemory], *, relayed: bool = False
 ) -> list[CandidateMemory]:
-    """The candidates whose choice ``statement`` gives again with another one."""
-    if not states_choice(statement) or past(statement.text):
+    """The candidates whose choice ``statement`` gives again with another one; ``relayed``: the
+    statement tells someone's own choice (``relays_own_choice``), its holder the one who said it."""
+    if not states_choice(statement) or (past(statement.text) and not relayed):
         return []
     found = []
     for candidate in candidates:

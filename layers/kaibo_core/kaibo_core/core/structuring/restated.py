@@ -125,7 +125,7 @@ _SOLE_ROLES: Final = frozenset(
     analyze(
         "own owner owns lead leads led handle handles handled run runs manage manager charge responsible "
         "assigned assignee point contact driving drives take takes taking minutes approvals sign signs "
-        "on-call primary rep representative coordinator organizer host chair job cover pick associate"
+        "on-call primary rep representative coordinator organizer host chair"
     )
 )
 #: Words that name a kind of value ("Grandma's address: …" and "… 220 Birch Ave"): a statement

@@ -43,7 +43,7 @@ from kaibo_core.core.structuring.drafts import (
     MemoryDraft,
 )
 from kaibo_core.core.structuring.facts import additive, history
-from kaibo_core.core.structuring.preferred import preferred_candidates, states_choice
+from kaibo_core.core.structuring.preferred import preferred_candidates, relays_own_choice, states_choice
 from kaibo_core.core.structuring.procedures import read_route, rerouted_candidates
 from kaibo_core.core.structuring.restated import has_value, read, restated_candidates, retired_together
 from kaibo_core.core.structuring.statements import Statement, split_statements
@@ -173,6 +173,7 @@ class RuleStructurer:
                 classification.confidence == FALLBACK_EPISODE
                 or tells_change_done(statement.text)
                 or gives_new_contact(statement.text, statement.text)
+                or relays_own_choice(statement)
             )
             links = self._restated(event, statement, today, search, plan) if plain else ()
             if not links:
@@ -260,10 +261,16 @@ class RuleStructurer:
     ) -> tuple[Link, ...]:
         """Links to earlier memories this statement restates with one value replaced, when no
         change rule matched (``restated``: updates without a change word)."""
-        if len(plan.linked) >= MAX_LINKS_PER_EVENT or statement.guarded or history(statement):
+        if len(plan.linked) >= MAX_LINKS_PER_EVENT or history(statement):
             return ()
         if additive(statement) or not statement.parseable:
             return ()
+        if statement.guarded:
+            if not relays_own_choice(statement):
+                return ()
+            candidates = [c for c in search(_search_text(statement)) if c.memory_id not in plan.linked]
+            relayed = preferred_candidates(statement, event.stream, candidates, relayed=True)
+            return plan.links_for("supersedes", [candidate.memory_id for candidate in relayed])
         text = resolve_dates(statement.text, today).text
         valued, choice, route = has_value(text), states_choice(statement), read_route(statement)
         if not valued and not choice and route is None:
