@@ -337,7 +337,7 @@ def _other_lead(update: _Update, old: Reading, said: frozenset[str], told: froze
     return bool(new_lead.lead and old_lead.lead) and not new_lead.lead & said and not old_lead.lead & told
 
 
-def _labels(text: str) -> dict[str, str]:
+def labels(text: str) -> dict[str, str]:
     """The things a statement names by a word and a number ("flat 7's boiler service": flat → 7)."""
     return {
         label.lower(): _normal(number)
@@ -350,7 +350,7 @@ def _other_label(update: _Update, old: Reading, old_text: str) -> bool:
     """Both name their thing by the same word with another number, and another value is replaced
     besides: "Boiler service for flat 3 … March 4" and "they've moved flat 7's boiler service to
     March 11" (two flats; "boards at gate 12" and "now boards at gate 14" is the gate changed)."""
-    ours, theirs = _labels(update.text), _labels(old_text)
+    ours, theirs = labels(update.text), labels(old_text)
     other = {label for label in ours.keys() & theirs.keys() if ours[label] != theirs[label]}
     return any(_replaced_besides({ours[label], theirs[label]}, update, old) for label in other)
 

@@ -29,6 +29,7 @@ from kaibo_core.core.structuring.classify import (
 )
 from kaibo_core.core.structuring.completed import closed_tasks, reports_completion
 from kaibo_core.core.structuring.contacts import CONTACT_KINDS, gives_new_contact, recontacted_candidates
+from kaibo_core.core.structuring.corrected import corrected_candidates, corrects
 from kaibo_core.core.structuring.cued import cued_candidates, cues_change, tells_change_done
 from kaibo_core.core.structuring.dates import local_date, resolve_dates
 from kaibo_core.core.structuring.drafts import (
@@ -70,6 +71,8 @@ class _Plan:
     occurred_at: str = ""
     #: The whole message: its other sentences name what a short one is about.
     message: str = ""
+    #: A statement of the message, no question or hedge, says something said before was wrong.
+    correcting: bool = False
 
     def flush_episodes(self) -> None:
         """One episode for a run of consecutive narrative statements: a story told in three
@@ -143,6 +146,11 @@ class RuleStructurer:
         split = split_statements(text)
         plan.occurred_at = event.occurred_at
         plan.message = " ".join(statement.text for statement in split.statements)
+        plan.correcting = any(
+            corrects(statement.text)
+            for statement in split.statements
+            if not (statement.question or statement.hedged)
+        )
         search = _searched_once(search)
         for statement in split.statements:
             if plan.full:
@@ -273,7 +281,8 @@ class RuleStructurer:
             return plan.links_for("supersedes", [candidate.memory_id for candidate in relayed])
         text = resolve_dates(statement.text, today).text
         valued, choice, route = has_value(text), states_choice(statement), read_route(statement)
-        if not valued and not choice and route is None:
+        correcting = plan.correcting
+        if not valued and not choice and route is None and not correcting:
             return ()  # nothing to replace another memory's value, choice or way with: no search
         candidates = [c for c in search(_search_text(statement)) if c.memory_id not in plan.linked]
         found = restated_candidates(text, statement.speaker, event.stream, candidates, self._meaning)
@@ -291,6 +300,8 @@ class RuleStructurer:
                 stream=event.stream,
                 meaning=self._meaning,
             ) or recontacted_candidates(text, plan.message, statement.speaker, event.stream, wider)
+        if not found and correcting:
+            found = corrected_candidates(text, plan.message, event.stream, candidates)
         if found:
             found += retired_together(found, candidates)
         return plan.links_for("supersedes", [candidate.memory_id for candidate in found])
