@@ -467,3 +467,8 @@ def test_a_job_someone_picks_up_or_covers_is_a_role_one_person_holds() -> None:
     assert linked("Thursday swim pickup is Aunt Rosa's job starting next week, Dad has evening shifts.", swim)
     praise = "Caroline: You're doing an awesome job looking after yourself and your family!"
     assert not linked("Melanie: Wow, Caroline, you're doing an awesome job of inspiring others.", praise)
+
+
+def test_a_word_of_the_earlier_code_said_plainly_names_it() -> None:
+    channel = "Post incident updates in #ops-firefighting please."
+    assert cued("The firefighting channel is now called #incident-response.", channel)

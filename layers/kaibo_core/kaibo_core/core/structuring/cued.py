@@ -36,6 +36,7 @@ from kaibo_core.core.structuring.restated import (
     _SOLE_ROLES,
     NOT_NAMES,
     Reading,
+    _code_words,
     _normal,
     clauses,
     current_value,
@@ -477,8 +478,11 @@ def cued_candidates(
         shared, old_text = _shared_subject(update, candidate, speaker, stream)
         if not cued and not shared & own:
             continue  # only a statement that says a value changed may leave its subject to the others
-        if len(shared) < (MIN_SHARED_WORDS if cued else MIN_SHARED_UNCUED) and not _named_enough(
-            shared, cued, update, old_text
+        named_by_code = cued and bool(shared & _code_words(read(old_text)))
+        if (
+            len(shared) < (MIN_SHARED_WORDS if cued else MIN_SHARED_UNCUED)
+            and not named_by_code
+            and not _named_enough(shared, cued, update, old_text)
         ):
             continue
         cosine = (meaning(text, candidate) if meaning is not None else None) or 0.0
@@ -544,4 +548,6 @@ def _shared_with(
     periods = _periods(old_text)
     if periods and update.periods - periods:
         return frozenset()  # "FY2026 marketing budget …" and "the FY2027 marketing budget …": two periods
-    return _subject_words(old_text, old) & _message_terms(update.message)[1]
+    # a word of the earlier one's code said as a plain word names it: "the firefighting channel"
+    # and "#ops-firefighting"
+    return (_subject_words(old_text, old) | _code_words(old)) & _message_terms(update.message)[1]
