@@ -355,6 +355,10 @@ def test_a_statement_opening_with_the_earlier_subjects_word_and_a_verb_names_it(
         "Standup relocating to the Maple room on 5.",
         "Tiles are backordered so the kitchen won't wrap up until May 22.",
         "#8812 isn't due till May 15.",
+        # more time granted (session 25)
+        "Helen is traveling, so chapter 4 to her by November 16 works fine.",
+        "Osprey gave us till the 29th for the wireframes, their PM is away.",
+        "Receipts can come as late as March 13.",
     ],
 )
 def test_a_value_raised_or_a_delay_is_a_change_cue(text: str) -> None:
@@ -472,3 +476,10 @@ def test_a_job_someone_picks_up_or_covers_is_a_role_one_person_holds() -> None:
 def test_a_word_of_the_earlier_code_said_plainly_names_it() -> None:
     channel = "Post incident updates in #ops-firefighting please."
     assert cued("The firefighting channel is now called #incident-response.", channel)
+
+
+def test_more_time_granted_moves_a_deadline() -> None:
+    draft = "Chapter 4 draft goes to Helen (editor) on November 2."
+    assert cued(
+        "Helen is traveling the first half of November, so chapter 4 to her by November 16 works fine.", draft
+    )

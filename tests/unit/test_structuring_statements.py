@@ -45,6 +45,10 @@ def test_abbreviations_versions_and_times_do_not_end_a_sentence() -> None:
         "Dr. Smith reviews v1.2.3 at 10 a.m. Friday, e.g. the auth part.",
         "Done.",
     ]
+    assert texts("Prof. Amadi wants my full thesis draft by Oct 1. Rev. Ortiz signs it.") == [
+        "Prof. Amadi wants my full thesis draft by Oct 1.",
+        "Rev. Ortiz signs it.",
+    ]
 
 
 def test_a_numbered_list_stays_one_statement_with_its_header() -> None:

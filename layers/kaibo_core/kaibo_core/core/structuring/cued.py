@@ -55,7 +55,9 @@ CUE: Final = re.compile(
     r"(?<!\ba )(?<!another )new|updated|correction|actually|scratch that|after all|took over|taking over|"
     r"takes over|handed (?:over|off)|reassigned|rebranded|renamed|these days|rais(?:ed|ing)|lowered|"
     r"increas(?:ed|ing)|decreas(?:ed|ing)|went (?:up|down)|relocat(?:ed|ing)|revised|trimmed|slashed|hiked|"
-    r"upped|reduced|cut (?:it )?(?:to|down|back))\b"
+    r"upped|reduced|cut (?:it )?(?:to|down|back)|works fine|(?:is|are) fine|as late as|"
+    r"(?:got|gave us|give us|giving us|have|has) (?:till|until)|(?:one|a) more week|an extra week|"
+    r"looking at|can come in)\b"
     r"|(?:\bnot|n['’]t)\b[^.;]*?\b(?:until|till|til)\b",  # "won't wrap up until May 22"
     re.IGNORECASE,
 )

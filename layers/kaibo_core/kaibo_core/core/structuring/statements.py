@@ -82,7 +82,7 @@ _BULLET: Final = re.compile(r"^\s*(?:[-*•>]+|\d{1,3}[.)])\s+")
 _NUMBERED_LINE: Final = re.compile(r"^\s*(?:\d{1,3}(?:\.(?!\d)|\))|step\s+\d{1,3}\b)", re.IGNORECASE)
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|;\s+")
 _ABBREVIATION: Final = re.compile(
-    r"(?:\b(?:e\.g|i\.e|etc|vs|dr|mr|mrs|ms|st|no|approx|a\.m|p\.m|inc|ltd|jr|sr|fig|cf)\.|\b[A-Z]\.)$",
+    r"(?:\b(?:e\.g|i\.e|etc|vs|dr|mr|mrs|ms|mx|prof|rev|st|no|approx|a\.m|p\.m|inc|ltd|jr|sr|fig|cf)\.|\b[A-Z]\.)$",
     re.IGNORECASE,
 )
 _QUESTION_START: Final = re.compile(
