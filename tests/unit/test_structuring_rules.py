@@ -127,6 +127,14 @@ def test_a_cancellation_naming_the_plan_by_other_words_it_holds_cancels_it() -> 
     assert links(structure("Leadership called off the October 9 all-hands.", all_hands)) == []
 
 
+def test_a_preamble_before_a_colon_is_no_part_of_what_is_called_off() -> None:
+    trip = candidate(
+        "Year 5 field trip to the Ashby science museum is Friday, June 12.", subject="year 5 field trip"
+    )
+    called_off = "Letter home from school: the Ashby trip has been called off because of the bus strike."
+    assert links(structure(called_off, trip)) == [Link("cancels", trip.memory_id)]
+
+
 def test_cancel_links_the_review_with_cancels() -> None:
     drafts = structure("Cancel the Friday design review.", REVIEW_FRIDAY)
     assert [d.type for d in drafts] == ["decision"]

@@ -57,7 +57,8 @@ ChangeKind = Literal[
 #: Most candidates one change statement may retire (an event has MAX_LINKS_PER_EVENT in all).
 MAX_LINKS_PER_CHANGE: Final = 3
 
-_DET = r"(?P<det>(?:the|our|my|this|that|these|those|a|an)\s+)?"
+_DETERMINERS: Final = ("the", "our", "my", "this", "that", "these", "those", "a", "an")
+_DET = rf"(?P<det>(?:{'|'.join(_DETERMINERS)})\s+)?"
 #: A verb starts a word that is not part of a compound ("hands" in "all-hands" is no verb).
 _START = r"(?<![\w'’-])"
 _NOT_OBJECT_WORDS = r"from|to|into|due|because|since|as|for|after|until|by"
@@ -448,6 +449,11 @@ def _from_pattern(kind: ChangeKind, match: re.Match[str]) -> Change | None:
     groups = match.groupdict()
     obj = (groups.get("obj") or "").strip()
     determiner = (groups.get("det") or "").strip().lower()
+    if ": " in obj:  # "Letter home from school: the Ashby trip has been called off": after the colon
+        obj = obj.rsplit(": ", 1)[1].strip()
+        first, _, rest = obj.partition(" ")
+        if first.lower() in _DETERMINERS and rest:
+            determiner, obj = first.lower(), rest
     old = _clean_value(groups.get("old"))
     raw_new = groups.get("new")
     new = _clean_value(raw_new)
