@@ -72,6 +72,20 @@ def test_the_speaker_is_taken_off_but_labels_are_not_speakers() -> None:
     assert split_speaker("Note: the API is slow") == (None, "Note: the API is slow")
     statements = split_statements("Anna: Hi. I prefer tea.").statements
     assert [s.speaker for s in statements] == ["Anna", "Anna"]
+    assert split_speaker("Mary-Jo O'Neil: hi") == ("Mary-Jo O'Neil", "hi")
+
+
+def test_a_tickets_id_is_a_label_not_a_speaker() -> None:
+    assert split_speaker("BUG-2210: CSV export drops rows with emoji.") == (
+        None,
+        "BUG-2210: CSV export drops rows with emoji.",
+    )
+    renew = split_statements("OPS-2291: Renew the wildcard cert for *.kestrel.app.").statements[0]
+    assert (renew.speaker, renew.label, renew.core) == (
+        None,
+        "ops-2291",
+        "Renew the wildcard cert for *.kestrel.app",
+    )
 
 
 def test_statement_count_is_capped_and_the_rest_kept_as_overflow() -> None:

@@ -22,7 +22,10 @@ MAX_SPLIT_CHARS: Final = 20_000
 #: Longer statements are kept but never parsed for changes (bounded regex work).
 MAX_PARSED_CHARS: Final = 400
 
-_SPEAKER: Final = re.compile(r"^(?P<name>[A-Z][\w.'’-]{0,30}(?: [A-Z][\w.'’-]{0,30}){0,2}):[ \t]+(?=\S)")
+#: A word of a name: letters, with a dot, an apostrophe or a hyphen inside ("Mary-Jo", "O'Neil",
+#: "Dr."); no digit: "BUG-2210: CSV export drops rows …" is a ticket's label, not its author.
+_NAME_WORD = r"[A-Z][^\W\d_]{0,30}(?:[.'’-][^\W\d_]{0,30}){0,3}"
+_SPEAKER: Final = re.compile(rf"^(?P<name>{_NAME_WORD}(?: {_NAME_WORD}){{0,2}}):[ \t]+(?=\S)")
 _NOT_SPEAKERS: Final = frozenset(
     [
         "todo",
@@ -64,7 +67,8 @@ _NOT_SPEAKERS: Final = frozenset(
 )
 _LABEL: Final = re.compile(
     r"^(?P<label>todo|to-do|task|action items?|decision|decided|correction|update|preference|procedure"
-    r"|steps|note|fyi|reminder|done|finished|completed)\s*[:\-–]\s+",
+    r"|steps|note|fyi|reminder|done|finished|completed)\s*[:\-–]\s+"
+    r"|^(?P<ticket>[a-z]{2,10}-\d{1,7}):\s+",  # a ticket's id ("OPS-2291: Renew the wildcard cert …")
     re.IGNORECASE,
 )
 _FILLER: Final = re.compile(
@@ -261,7 +265,7 @@ def prepare(text: str, speaker: str | None = None, numbered: bool = False) -> St
     label = None
     label_match = _LABEL.match(core)
     if label_match and label_match.end() < len(core):
-        label = label_match.group("label").lower()
+        label = (label_match.group("label") or label_match.group("ticket")).lower()
         core = core[label_match.end() :]
     core, filler_cue = _strip_fillers(core)
     core = core.strip()
