@@ -203,8 +203,10 @@ def test_a_value_of_the_kind_asked_for_says_the_words_that_name_it(memories: Mem
     answer = memories.recall("What is Lena's phone number?")
     assert answer["abstain"] == {"abstained": False}
     assert answer["items"][0]["text"] == "Lena's mobile: 0176 2234 8812"
-    # a memory without a value of the kind still covers too little: abstain
+    # a memory without a value of the kind, or one that leaves a word of the question unsaid,
+    # still covers too little: abstain
     assert memories.recall("What is Lena's email address?")["abstain"]["reason"] == "below_threshold"
+    assert memories.recall("What is Lena's sister's phone number?")["abstain"]["reason"] == "below_threshold"
 
 
 def test_given_a_budget_too_small_for_anything_then_abstain(memories: Memories) -> None:

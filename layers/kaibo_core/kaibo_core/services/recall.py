@@ -504,12 +504,17 @@ def _covered_with_kind(
 ) -> bool:
     """A memory covers enough of the question once the words that name the kind of value asked for
     count as said by a value of that kind ("Lena's mobile: 0176 2234 8812" for "What is Lena's phone
-    number?"). Read only for a question that would otherwise abstain."""
+    number?"), when it says every other word of the question. Read only for a question that would
+    otherwise abstain."""
     named = kind_words(question)
     if not named:
         return False
+    others = weights.keys() - named  # every other word of the question must be said: "What's my
+    # sister's phone number?" is not answered by a brother's phone
     return any(
-        coverage(r.terms | named, weights) >= min_coverage and holds_asked_value(r.text, question)
+        others <= r.terms
+        and coverage(r.terms | named, weights) >= min_coverage
+        and holds_asked_value(r.text, question)
         for r in ranked
     )
 
