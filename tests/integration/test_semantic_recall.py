@@ -128,12 +128,13 @@ def test_given_a_value_restated_in_other_words_then_the_deployed_structurer_reti
 def test_given_an_update_nothing_linked_then_by_meaning_it_answers_first_and_the_old_is_marked(
     semantic_env: Any,
 ) -> None:
-    # #15, recall's safety net with the model on: the correction does not say "flight" or "lands",
-    # so by words it answers less of the question; close in meaning to the earlier fact, it still
-    # ranks first, and the earlier one is cited as older.
+    # #15, recall's safety net with the model on: the update does not say "flight" or "lands", so by
+    # words it answers less of the question; close in meaning to the earlier fact, it still ranks
+    # first, and the earlier one is cited as older. (Said as a correction, "Misread the itinerary,
+    # …", the structurer now links the two: docs/structuring-rules.md, "Corrected".)
     project = new_project()
     old_text = "Mia's flight lands at 6:40pm on Saturday, I'll pick her up."
-    new_text = "Misread the itinerary, Mia gets in at 8:40pm Saturday. Terminal 2."
+    new_text = "Checked the itinerary again, Mia gets in at 8:40pm Saturday. Terminal 2."
     remember_structured(semantic_env, project, "family", old_text, new_text)
     reply = recall(project, {"question": "When does Mia's flight land?", "budget": 300})
     items = reply.body["items"]
