@@ -11,12 +11,7 @@ import pytest
 
 from kaibo_core.core.structuring.contacts import gives_new_contact, recontacted_candidates
 from kaibo_core.core.structuring.drafts import CandidateMemory
-from tests.unit.test_structuring_restated import EARLIER, structured_links
-
-
-def linked(new: str, old: str) -> bool:
-    """The rule structurer, searching as the index does, links ``new`` to a memory of ``old``."""
-    return any(link.kind == "supersedes" for link in structured_links(new, old))
+from tests.unit.test_structuring_restated import EARLIER, supersedes
 
 
 @pytest.mark.parametrize(
@@ -41,7 +36,7 @@ def linked(new: str, old: str) -> bool:
     ],
 )
 def test_a_new_contact_of_the_same_holder_supersedes_the_old_one(old: str, new: str) -> None:
-    assert linked(new, old)
+    assert supersedes(new, old)
 
 
 @pytest.mark.parametrize(
@@ -61,7 +56,7 @@ def test_a_new_contact_of_the_same_holder_supersedes_the_old_one(old: str, new: 
     ],
 )
 def test_another_holder_qualifier_or_no_word_of_change_links_nothing(old: str, new: str) -> None:
-    assert not linked(new, old)
+    assert not supersedes(new, old)
 
 
 def test_without_a_word_that_it_is_new_or_with_only_a_title_in_common_nothing_is_replaced() -> None:

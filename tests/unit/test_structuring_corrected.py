@@ -11,12 +11,7 @@ import pytest
 
 from kaibo_core.core.structuring.corrected import corrected_candidates, corrects
 from kaibo_core.core.structuring.drafts import CandidateMemory
-from tests.unit.test_structuring_restated import EARLIER, structured_links
-
-
-def linked(new: str, old: str) -> bool:
-    """The rule structurer, searching as the index does, links ``new`` to a memory of ``old``."""
-    return any(link.kind == "supersedes" for link in structured_links(new, old))
+from tests.unit.test_structuring_restated import EARLIER, supersedes
 
 
 @pytest.mark.parametrize(
@@ -41,7 +36,7 @@ def linked(new: str, old: str) -> bool:
     ],
 )
 def test_a_correction_retires_the_memory_it_corrects(old: str, new: str) -> None:
-    assert linked(new, old)
+    assert supersedes(new, old)
 
 
 @pytest.mark.parametrize(
@@ -74,7 +69,7 @@ def test_a_correction_retires_the_memory_it_corrects(old: str, new: str) -> None
     ],
 )
 def test_a_question_another_thing_or_nothing_different_is_no_correction(old: str, new: str) -> None:
-    assert not linked(new, old)
+    assert not supersedes(new, old)
 
 
 def test_two_memories_as_close_are_a_tie_and_another_streams_is_apart() -> None:

@@ -229,6 +229,11 @@ def structured_links(new: str, old: str) -> list[Link]:
     return [link for draft in drafts for link in draft.links]
 
 
+def supersedes(new: str, old: str) -> bool:
+    """The rule structurer, searching as the index does, links ``new`` to a memory of ``old``."""
+    return any(link.kind == "supersedes" for link in structured_links(new, old))
+
+
 def test_the_structurer_links_an_update_stated_without_a_change_word() -> None:
     found = structured_links(
         "Headcount for the data team: 15. Hiring closes Friday.", "The data team headcount is 12."

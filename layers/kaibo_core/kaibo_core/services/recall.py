@@ -30,7 +30,7 @@ from kaibo_core.core.models.memories import (
 from kaibo_core.core.models.recall import AbstainReason, RecallAnswer, RecallCandidate, RecallHit, RecallQuery
 from kaibo_core.core.provisional import provisional_memory_id
 from kaibo_core.core.ranking import DEFAULT_PARAMS, Bm25Params
-from kaibo_core.core.recall.answer_slots import holds_asked_value, kind_words
+from kaibo_core.core.recall.answer_slots import asked_kinds, holds_value_of, kind_words
 from kaibo_core.core.recall.conflicts import without_outdated
 from kaibo_core.core.recall.context import ContextParams, Location, context_scores, neighbour_locations
 from kaibo_core.core.recall.packing import pack
@@ -506,7 +506,7 @@ def _covered_with_kind(
     count as said by a value of that kind ("Lena's mobile: 0176 2234 8812" for "What is Lena's phone
     number?"), when it says every other word of the question. Read only for a question that would
     otherwise abstain."""
-    named = kind_words(question)
+    named, kinds = kind_words(question), asked_kinds(question)
     if not named:
         return False
     others = weights.keys() - named  # every other word of the question must be said: "What's my
@@ -514,7 +514,7 @@ def _covered_with_kind(
     return any(
         others <= r.terms
         and coverage(r.terms | named, weights) >= min_coverage
-        and holds_asked_value(r.text, question)
+        and holds_value_of(r.text, kinds)
         for r in ranked
     )
 

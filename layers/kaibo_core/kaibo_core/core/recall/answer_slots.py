@@ -80,8 +80,7 @@ def kind_words(question: str) -> frozenset[str]:
     return frozenset(analyze(" ".join(_KIND_NOUNS.findall(question))))
 
 
-def holds_asked_value(text: str, question: str) -> bool:
-    """``text`` holds a value of the kind ``question`` asks for: "Lena: I'm on 0151 4409 2276 from
-    today" answers "What is Lena's phone number?" without the words "phone" or "number"."""
-    kinds = asked_kinds(question)
-    return bool(kinds) and any(kind in kinds for kind, _ in read(text).values)
+def holds_value_of(text: str, kinds: frozenset[ValueKind]) -> bool:
+    """``text`` holds a value of one of ``kinds`` (``asked_kinds``): "Lena: I'm on 0151 4409 2276
+    from today" answers "What is Lena's phone number?" without the words "phone" or "number"."""
+    return any(kind in kinds for kind, _ in read(text).values)

@@ -480,11 +480,8 @@ def cued_candidates(
         shared, old_text = _shared_subject(update, candidate, speaker, stream)
         if not cued and not shared & own:
             continue  # only a statement that says a value changed may leave its subject to the others
-        named_by_code = cued and bool(shared & _code_words(read(old_text)))
-        if (
-            len(shared) < (MIN_SHARED_WORDS if cued else MIN_SHARED_UNCUED)
-            and not named_by_code
-            and not _named_enough(shared, cued, update, old_text)
+        if len(shared) < (MIN_SHARED_WORDS if cued else MIN_SHARED_UNCUED) and not _named_enough(
+            shared, cued, update, old_text
         ):
             continue
         cosine = (meaning(text, candidate) if meaning is not None else None) or 0.0
@@ -521,11 +518,13 @@ def _named_enough(shared: frozenset[str], cued: bool, update: _Update, old_text:
     subject with them: one with a cue ("Rent's $1,975 starting July" and "Rent for the Maple St
     apartment is $1,850": ``_named_by``), two without, when the statement opens with them
     ("Passport photos: June 2 at the Walgreens on Elm" and "Passport photos appointment on May 28 at
-    the CVS on Main": ``_opens_with_subject``)."""
+    the CVS on Main": ``_opens_with_subject``); with a cue, a word of the earlier one's code said
+    plainly ("the firefighting channel is now called …" and "#ops-firefighting")."""
     if not shared:
         return False
     if cued:
-        return _named_by(shared, update, old_text)
+        old = read(old_text)
+        return bool(shared & _code_words(old)) or _named_by(shared, update, old_text)
     return len(shared) >= MIN_SHARED_WORDS and _opens_with_subject(update.text, shared, old_text)
 
 

@@ -281,8 +281,7 @@ class RuleStructurer:
             return plan.links_for("supersedes", [candidate.memory_id for candidate in relayed])
         text = resolve_dates(statement.text, today).text
         valued, choice, route = has_value(text), states_choice(statement), read_route(statement)
-        correcting = plan.correcting
-        if not valued and not choice and route is None and not correcting:
+        if not valued and not choice and route is None and not plan.correcting:
             return ()  # nothing to replace another memory's value, choice or way with: no search
         candidates = [c for c in search(_search_text(statement)) if c.memory_id not in plan.linked]
         found = restated_candidates(text, statement.speaker, event.stream, candidates, self._meaning)
@@ -300,7 +299,7 @@ class RuleStructurer:
                 stream=event.stream,
                 meaning=self._meaning,
             ) or recontacted_candidates(text, plan.message, statement.speaker, event.stream, wider)
-        if not found and correcting:
+        if not found and plan.correcting:
             found = corrected_candidates(text, plan.message, event.stream, candidates)
         if found:
             found += retired_together(found, candidates)
