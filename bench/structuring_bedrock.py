@@ -6,7 +6,8 @@ Run from the repository root (``make bench-structuring-bedrock``; docs/structuri
 
     AWS_PROFILE=… AWS_REGION=us-east-1 KAIBO_BEDROCK_MODEL_ID=<model or inference profile id> \\
         PYTHONPATH=.:local .venv/bin/python bench/structuring_bedrock.py \\
-        [--sets heldout,heldout2,heldout3,heldout4] [--limit N] [--price-input USD --price-output USD]
+        [--sets heldout,heldout2,heldout3,heldout4,heldout5] [--limit N] \\
+        [--price-input USD --price-output USD]
 
 Every scenario runs once, in a project holding the LoCoMo background (when ``../shared/eval/`` is
 there), through ``EmbeddedKaibo(BedrockStructurer(client, model, fallback=RuleStructurer()))``: one
@@ -37,6 +38,7 @@ from bench.structuring_eval import (
     HELDOUT2_PATH,
     HELDOUT3_PATH,
     HELDOUT4_PATH,
+    HELDOUT5_PATH,
     HELDOUT_PATH,
     SCENARIOS_PATH,
     CpuSamples,
@@ -55,6 +57,7 @@ SETS: Final[dict[str, Path]] = {
     "heldout2": HELDOUT2_PATH,
     "heldout3": HELDOUT3_PATH,
     "heldout4": HELDOUT4_PATH,
+    "heldout5": HELDOUT5_PATH,
     "tuning": ROOT / "tests" / "data" / "structuring_tuning.json",
     "tuning_blind": ROOT / "tests" / "data" / "structuring_tuning_blind.json",
     "tuning_blind2": ROOT / "tests" / "data" / "structuring_tuning_blind2.json",
@@ -64,7 +67,7 @@ SETS: Final[dict[str, Path]] = {
     "tuning_distractors2": ROOT / "tests" / "data" / "structuring_tuning_distractors2.json",
     "tuning_distractors3": ROOT / "tests" / "data" / "structuring_tuning_distractors3.json",
 }
-HELD_OUT: Final = frozenset({"heldout", "heldout2", "heldout3", "heldout4"})
+HELD_OUT: Final = frozenset({"heldout", "heldout2", "heldout3", "heldout4", "heldout5"})
 #: Exit status when the run cannot start (no model id, no credentials): nothing was sent.
 CANNOT_START: Final = 2
 
@@ -163,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model-id", default=os.environ.get("KAIBO_BEDROCK_MODEL_ID"), help="model id")
     parser.add_argument(
         "--sets",
-        default="heldout,heldout2,heldout3,heldout4",
+        default="heldout,heldout2,heldout3,heldout4,heldout5",
         help=f"comma-separated, of {', '.join(SETS)} (default: %(default)s)",
     )
     parser.add_argument("--limit", type=int, default=None, help="the first N scenarios of each set (a trial)")

@@ -118,6 +118,10 @@ HELDOUT3_PATH: Final = ROOT / "tests" / "data" / "structuring_heldout3.json"
 #: (sessions 20–23), by two helpers in one or two sentences per event: measured once on session 22's
 #: code and once on session 23's.
 HELDOUT4_PATH: Final = ROOT / "tests" / "data" / "structuring_heldout4.json"
+#: A fifth, written the same way at the start of session 26 before any change of that session (two
+#: helpers, workplaces and personal life, asked for updates told without change words): measured on
+#: session 25's code and at the end of session 26.
+HELDOUT5_PATH: Final = ROOT / "tests" / "data" / "structuring_heldout5.json"
 RECALL_BUDGET: Final = 300
 DEFAULT_STREAM: Final = "s"
 #: The issue's targets on the scenario set.
@@ -1630,6 +1634,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("heldOut2", HELDOUT2_PATH, "second held-out set"),
         ("heldOut3", HELDOUT3_PATH, "third held-out set"),
         ("heldOut4", HELDOUT4_PATH, "fourth held-out set"),
+        ("heldOut5", HELDOUT5_PATH, "fifth held-out set"),
     ):
         if args.scenarios is None and path.is_file():
             results[key] = section_scenarios(out, CpuSamples(), data_path, path, held_out=True)
