@@ -143,7 +143,7 @@ _OPENING: Final = re.compile(r"\s*([A-Z][\w'’-]*)\s+([\w'’-]+)")
 #: A change done, told in the past with its new value: "We raised the upload cap to 100 MB".
 _DONE_CHANGE: Final = re.compile(
     r"\b(?:raised|lowered|increased|decreased|cut|reduced|bumped|pushed|moved|shifted|switched|changed|"
-    r"extended|tightened|upped|swapped|rescheduled|postponed|trimmed|slashed|hiked)\b[^.;]*?\b(?:to|until)\b",
+    r"extended|tightened|upped|swapped|rescheduled|postponed|trimmed|slashed|hiked|relocated)\b[^.;]*?\b(?:to|until)\b",
     re.IGNORECASE,
 )
 

@@ -46,6 +46,7 @@ from kaibo_core.core.structuring.drafts import (
 from kaibo_core.core.structuring.facts import additive, history
 from kaibo_core.core.structuring.preferred import preferred_candidates, relays_own_choice, states_choice
 from kaibo_core.core.structuring.procedures import read_route, rerouted_candidates
+from kaibo_core.core.structuring.relocated import puts_somewhere, relocated_candidates
 from kaibo_core.core.structuring.restated import has_value, read, restated_candidates, retired_together
 from kaibo_core.core.structuring.statements import Statement, split_statements
 
@@ -281,8 +282,9 @@ class RuleStructurer:
             return plan.links_for("supersedes", [candidate.memory_id for candidate in relayed])
         text = resolve_dates(statement.text, today).text
         valued, choice, route = has_value(text), states_choice(statement), read_route(statement)
-        if not valued and not choice and route is None and not plan.correcting:
-            return ()  # nothing to replace another memory's value, choice or way with: no search
+        placed = puts_somewhere(text)
+        if not valued and not choice and route is None and not plan.correcting and not placed:
+            return ()  # nothing to replace another memory's value, choice, way or place with: no search
         candidates = [c for c in search(_search_text(statement)) if c.memory_id not in plan.linked]
         found = restated_candidates(text, statement.speaker, event.stream, candidates, self._meaning)
         if choice:
@@ -301,6 +303,8 @@ class RuleStructurer:
             ) or recontacted_candidates(text, plan.message, statement.speaker, event.stream, wider)
         if not found and plan.correcting:
             found = corrected_candidates(text, plan.message, event.stream, candidates)
+        if not found and placed:
+            found = relocated_candidates(text, plan.message, statement.speaker, event.stream, candidates)
         if found:
             found += retired_together(found, candidates)
         return plan.links_for("supersedes", [candidate.memory_id for candidate in found])
