@@ -12,9 +12,15 @@ import pytest
 
 from kaibo_core.core.models.memories import MemoryType
 from kaibo_core.core.structuring.drafts import CandidateMemory
-from kaibo_core.core.structuring.procedures import read_route, rerouted_candidates, reroutes
+from kaibo_core.core.structuring.procedures import (
+    announces_new_way,
+    read_route,
+    renewed_candidates,
+    rerouted_candidates,
+    reroutes,
+)
 from kaibo_core.core.structuring.statements import Statement, split_statements
-from tests.unit.test_structuring_restated import EARLIER, structured_links
+from tests.unit.test_structuring_restated import EARLIER, structured_links, supersedes
 
 
 def statement(text: str) -> Statement:
@@ -140,3 +146,80 @@ def test_the_structurer_links_a_procedure_replaced_in_words_of_its_own() -> None
 def test_a_guarded_route_replaces_nothing(new: str) -> None:
     old = "To request PTO, email your manager with the dates."
     assert structured_links(new, old) == []
+
+
+# --- a new way announced (session 26) ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (  # a new process named, and two subject words in common with the old way
+            "Lost property: log each item in the red binder at the front desk and keep it a week.",
+            "New process for lost property — items get scanned into the Lostfound app by whoever "
+            "finds them, the binder is retired.",
+        ),
+        (  # the old way retracted: "no more", "don't … anymore"
+            "Timesheets: print the weekly sheet and put it in Marta's tray by Friday.",
+            "We're on Clockly for timesheets now, no more printing the weekly sheet.",
+        ),
+        (
+            "Recycling: cardboard goes flat behind the bins in the yard.",
+            "Don't leave cardboard behind the bins anymore, the council collects recycling "
+            "from the kerbside box.",
+        ),
+        (  # a service that stopped a way
+            "Prescription refills: phone the surgery and they send it to the pharmacy.",
+            "Refills are requested in the NHS app now, the surgery stopped taking phone "
+            "requests for prescriptions.",
+        ),
+    ],
+)
+def test_a_new_way_announced_replaces_the_old_way(old: str, new: str) -> None:
+    assert supersedes(new, old)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (  # only a name in common: another thing of theirs
+            "Bins at Alder Row: put them out on Sunday night by the gate.",
+            "New process for parking at Alder Row: permits come from the site office.",
+        ),
+        (  # one word in common
+            "Timesheets: print the weekly sheet and put it in Marta's tray by Friday.",
+            "New process for holiday requests: no more printing, use the HR portal.",
+        ),
+        (  # chat: encouragement and loss, no way of doing anything
+            "You're so dedicated to your garden, it's inspiring. Chase those dreams!",
+            "Keep going with the garden and don't stop dreaming, it's inspiring!",
+        ),
+        (  # a question
+            "Timesheets: print the weekly sheet and put it in Marta's tray by Friday.",
+            "Is it true there's no more printing of weekly timesheets?",
+        ),
+    ],
+)
+def test_what_announces_no_new_way_for_that_work_replaces_nothing(old: str, new: str) -> None:
+    assert not supersedes(new, old)
+
+
+def test_a_new_way_is_announced_by_its_own_words_not_by_any_change() -> None:
+    assert announces_new_way("New plan for the fish while we're away — an automatic feeder.")
+    assert announces_new_way("No more IT tickets for this, they'll just be closed.")
+    assert not announces_new_way("Caterer switched to Saltmarsh Kitchen starting Monday.")
+    assert not announces_new_way("Keep going and don't stop dreaming!")
+
+
+def test_two_old_ways_as_close_or_of_another_speaker_are_not_replaced() -> None:
+    new = "No more paper timesheets: log hours in Clockly."
+    both = [
+        CandidateMemory("mem_a", "procedure", "Timesheets: fill the paper sheet weekly.", EARLIER, "s"),
+        CandidateMemory("mem_b", "procedure", "Paper timesheets go in the tray.", EARLIER, "s"),
+    ]
+    assert renewed_candidates(new, new, None, "s", both) == []
+    assert [c.memory_id for c in renewed_candidates(new, new, None, "s", both[:1])] == ["mem_a"]
+    theirs = CandidateMemory(
+        "mem_c", "procedure", "Ana: Timesheets: fill the paper sheet weekly.", EARLIER, "s"
+    )
+    assert renewed_candidates(new, new, "Ben", "s", [theirs]) == []

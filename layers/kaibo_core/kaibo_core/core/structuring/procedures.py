@@ -18,6 +18,14 @@ later statement retires an earlier one when:
 - the way is another: the later one routes the work somewhere the earlier one does not name
   ("PTO requests go through your manager" restates "To request PTO, email your manager").
 
+A second reading (``renewed_candidates``) takes a new way **announced** in words of its own ("New
+process for prod log access — request it yourself in Opal … No more IT tickets for this"): a
+message that says a way is new (a new process, plan, routine, rules or system; gone live; no more,
+no longer, no need to, nobody needs; please stop doing; stopped taking; don't … anymore) retires the
+one earlier memory of the same stream and speaker that shares the most subject words with it, at
+least two, one with the statement itself and one no name ("Juniper Court" alone is another thing of
+theirs), when the message says something it does not.
+
 Pure: no I/O. The statement guards (questions, hedges, proposals, reported speech, history,
 "also") are checked by the caller before this runs.
 """
@@ -59,6 +67,29 @@ _GOAL: Final = re.compile(r"^(?:how\s+)?to\s+(?P<goal>[^,:;]{3,80}?)\s*[,:]\s", 
 _GENERIC: Final = frozenset(
     analyze("new now all process way work thing stuff everyone everything someone something nothing people")
 )
+
+
+#: Words that announce a new way of doing something ("New process for prod log access —", "we've
+#: switched to Ramp cards", "no more monthly submission", "from today").
+_NEW_WAY: Final = re.compile(
+    r"\b(?:new\s+(?:process|procedure|plan|routine|rules?|system|setup|policy|workflow|flow|playbook)|"
+    r"playbook\s+v\d|(?:gone|went|going)\s+live|no\s+more|no\s+longer|no\s+need\s+to|nobody\s+needs|"
+    r"(?:please|so)\s+stop\s+\w+ing|stopped\s+(?:taking|accepting|offering|doing|issuing)|"
+    r"(?:don['’]t|do\s+not|nobody|no\s+one|nothing)\b[^.;!?]{0,60}?\bany\s?more)\b",
+    re.IGNORECASE,
+)
+#: Words that tell no piece of work apart: the announcement's own, and what any way says.
+_WAY_GENERIC: Final = _GENERIC | frozenset(
+    analyze(
+        "procedure plan routine rule rules system setup policy workflow flow playbook switched switch "
+        "live more longer anymore need needs stop stopped today month week monday from starting effective "
+        "immediately is are be get gets got go goes going do does done have has had use used using just "
+        "please only still also then every each day days time any one two make makes take takes put "
+        "here there this that these those we us our you your they them it its"
+    )
+)
+#: Subject words a message announcing a new way must share with the way it replaces.
+MIN_SHARED_WAY: Final = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,3 +166,49 @@ def rerouted_candidates(route: Route, candidates: Iterable[CandidateMemory]) -> 
         if old is not None and reroutes(route, old):
             found.append(candidate)
     return found
+
+
+def announces_new_way(text: str) -> bool:
+    """The statement announces a new way of doing something ("New process for prod log access",
+    "we've switched to Ramp cards", "no more monthly submission", "from today")."""
+    return _NEW_WAY.search(text) is not None
+
+
+def renewed_candidates(
+    text: str, message: str, speaker: str | None, stream: str, candidates: Iterable[CandidateMemory]
+) -> list[CandidateMemory]:
+    """The one earlier way of doing something that ``text``, a statement of a ``message`` that
+    announces a new way (``announces_new_way``), replaces: the one sharing the most subject words
+    with the message, at least two, one of them with the statement itself; [] when none, or
+    several are as close."""
+    ours = _way_words(text)
+    told = _way_words(message)
+    scored: list[tuple[int, CandidateMemory]] = []
+    for candidate in candidates:
+        old = _earlier_way(candidate) if candidate.stream == stream else None
+        if old is None or (speaker and old.speaker and old.speaker != speaker):
+            continue
+        theirs = _way_words(f"{old.speaker or ''} {old.text}")
+        shared = theirs & told
+        if len(shared) < MIN_SHARED_WAY or not shared & ours or not told - theirs:
+            continue
+        if not shared - _name_words(old.text):
+            continue  # only names in common ("Juniper Court"): another thing of theirs (rent, deposit)
+        scored.append((len(shared), candidate))
+    if not scored:
+        return []
+    best = max(score for score, _ in scored)
+    found = [candidate for score, candidate in scored if score == best]
+    return found if len(found) == 1 else []
+
+
+#: A capitalized word inside a sentence: a name.
+_NAME_INSIDE: Final = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][\w'’-]*")
+
+
+def _name_words(text: str) -> frozenset[str]:
+    return frozenset(analyze(" ".join(_NAME_INSIDE.findall(text))))
+
+
+def _way_words(text: str) -> frozenset[str]:
+    return frozenset(analyze(text)) - _WAY_GENERIC

@@ -45,7 +45,12 @@ from kaibo_core.core.structuring.drafts import (
 )
 from kaibo_core.core.structuring.facts import additive, history
 from kaibo_core.core.structuring.preferred import preferred_candidates, relays_own_choice, states_choice
-from kaibo_core.core.structuring.procedures import read_route, rerouted_candidates
+from kaibo_core.core.structuring.procedures import (
+    announces_new_way,
+    read_route,
+    renewed_candidates,
+    rerouted_candidates,
+)
 from kaibo_core.core.structuring.relocated import puts_somewhere, relocated_candidates
 from kaibo_core.core.structuring.restated import has_value, read, restated_candidates, retired_together
 from kaibo_core.core.structuring.statements import Statement, split_statements
@@ -283,7 +288,8 @@ class RuleStructurer:
         text = resolve_dates(statement.text, today).text
         valued, choice, route = has_value(text), states_choice(statement), read_route(statement)
         placed = puts_somewhere(text)
-        if not valued and not choice and route is None and not plan.correcting and not placed:
+        renewed = announces_new_way(text)
+        if not (valued or choice or route or plan.correcting or placed or renewed):
             return ()  # nothing to replace another memory's value, choice, way or place with: no search
         candidates = [c for c in search(_search_text(statement)) if c.memory_id not in plan.linked]
         found = restated_candidates(text, statement.speaker, event.stream, candidates, self._meaning)
@@ -305,6 +311,14 @@ class RuleStructurer:
             found = corrected_candidates(text, plan.message, event.stream, candidates)
         if not found and placed:
             found = relocated_candidates(text, plan.message, statement.speaker, event.stream, candidates)
+        if not found and renewed:
+            found = renewed_candidates(
+                text,
+                plan.message,
+                statement.speaker,
+                event.stream,
+                self._wider(statement, candidates, search, plan),
+            )
         if found:
             found += retired_together(found, candidates)
         return plan.links_for("supersedes", [candidate.memory_id for candidate in found])
