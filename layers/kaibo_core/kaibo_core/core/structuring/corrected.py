@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from typing import Final
 
 from kaibo_core.core.structuring.cued import labels
-from kaibo_core.core.structuring.drafts import CandidateMemory
+from kaibo_core.core.structuring.drafts import CandidateMemory, clear_best
 from kaibo_core.core.structuring.restated import NOT_NAMES, current_value, read
 from kaibo_core.core.text import analyze
 
@@ -78,11 +78,7 @@ def corrected_candidates(
         if not ours - theirs or not theirs - told:
             continue  # nothing said otherwise: a restatement, not a correction
         scored.append((len(shared), candidate))
-    if not scored:
-        return []
-    best = max(score for score, _ in scored)
-    found = [candidate for score, candidate in scored if score == best]
-    return found if len(found) == 1 else []
+    return clear_best(scored)
 
 
 def _other_numbered(old_text: str, message: str) -> bool:

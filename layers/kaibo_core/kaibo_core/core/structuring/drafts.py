@@ -85,3 +85,13 @@ CandidateSearch = Callable[[str], Sequence[CandidateMemory]]
 #: The cosine of a statement's text to a candidate memory by recall by meaning's model; None when
 #: the candidate has no vector of it. Given to the rules when the model is on.
 Meaning = Callable[[str, CandidateMemory], float | None]
+
+
+def clear_best(scored: Sequence[tuple[int, CandidateMemory]]) -> list[CandidateMemory]:
+    """The one candidate scored highest, as a list; [] when none is scored or two are as close
+    (which one did the statement mean?)."""
+    if not scored:
+        return []
+    best = max(score for score, _ in scored)
+    found = [candidate for score, candidate in scored if score == best]
+    return found if len(found) == 1 else []

@@ -43,7 +43,7 @@ from kaibo_core.core.structuring.classify import (
     speaker_label,
     statement_of_text,
 )
-from kaibo_core.core.structuring.drafts import CandidateMemory
+from kaibo_core.core.structuring.drafts import CandidateMemory, clear_best
 from kaibo_core.core.structuring.facts import history
 from kaibo_core.core.structuring.restated import past
 from kaibo_core.core.structuring.statements import Statement
@@ -195,11 +195,7 @@ def renewed_candidates(
         if not shared - _name_words(old.text):
             continue  # only names in common ("Juniper Court"): another thing of theirs (rent, deposit)
         scored.append((len(shared), candidate))
-    if not scored:
-        return []
-    best = max(score for score, _ in scored)
-    found = [candidate for score, candidate in scored if score == best]
-    return found if len(found) == 1 else []
+    return clear_best(scored)
 
 
 #: A capitalized word inside a sentence: a name.

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from kaibo_core.core.structuring.dates import MONTHS, WEEKDAYS
-from kaibo_core.core.structuring.drafts import CandidateMemory
+from kaibo_core.core.structuring.drafts import CandidateMemory, clear_best
 from kaibo_core.core.structuring.restated import NOT_NAMES, clauses, current_value
 from kaibo_core.core.text import analyze
 
@@ -204,11 +204,7 @@ def relocated_candidates(
         score = max(_score(new, old, said, said_here) for new in ours)
         if score > 0:
             scored.append((score, candidate))
-    if not scored:
-        return []
-    best = max(score for score, _ in scored)
-    found = [candidate for score, candidate in scored if score == best]
-    return found if len(found) == 1 else []
+    return clear_best(scored)
 
 
 @dataclass(frozen=True, slots=True)
