@@ -9,7 +9,7 @@ non-empty text yields at least one draft, so nothing drops out of recall.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Final
@@ -52,6 +52,7 @@ from kaibo_core.core.structuring.procedures import (
     rerouted_candidates,
 )
 from kaibo_core.core.structuring.relocated import puts_somewhere, relocated_candidates
+from kaibo_core.core.structuring.renamed import gives_new_name, renamed_candidates
 from kaibo_core.core.structuring.restated import has_value, read, restated_candidates, retired_together
 from kaibo_core.core.structuring.statements import Statement, split_statements
 
@@ -188,6 +189,7 @@ class RuleStructurer:
                 or tells_change_done(statement.text)
                 or gives_new_contact(statement.text, statement.text)
                 or relays_own_choice(statement)
+                or gives_new_name(statement.text)
             )
             links = self._restated(event, statement, today, search, plan) if plain else ()
             if not links:
@@ -287,10 +289,9 @@ class RuleStructurer:
             return plan.links_for("supersedes", [candidate.memory_id for candidate in relayed])
         text = resolve_dates(statement.text, today).text
         valued, choice, route = has_value(text), states_choice(statement), read_route(statement)
-        placed = puts_somewhere(text)
-        renewed = announces_new_way(text)
-        if not (valued or choice or route or plan.correcting or placed or renewed):
-            return ()  # nothing to replace another memory's value, choice, way or place with: no search
+        otherwise = _unvalued_readings(text, plan)
+        if not (valued or choice or route or otherwise):
+            return ()  # nothing to replace another memory's value, choice, way, place or name with: no search
         candidates = [c for c in search(_search_text(statement)) if c.memory_id not in plan.linked]
         found = restated_candidates(text, statement.speaker, event.stream, candidates, self._meaning)
         if choice:
@@ -307,18 +308,10 @@ class RuleStructurer:
                 stream=event.stream,
                 meaning=self._meaning,
             ) or recontacted_candidates(text, plan.message, statement.speaker, event.stream, wider)
-        if not found and plan.correcting:
-            found = corrected_candidates(text, plan.message, event.stream, candidates)
-        if not found and placed:
-            found = relocated_candidates(text, plan.message, statement.speaker, event.stream, candidates)
-        if not found and renewed:
-            found = renewed_candidates(
-                text,
-                plan.message,
-                statement.speaker,
-                event.stream,
-                self._wider(statement, candidates, search, plan),
-            )
+        for reading in otherwise:
+            if found:
+                break
+            found = reading(text, plan.message, statement.speaker, event.stream, candidates)
         if found:
             found += retired_together(found, candidates)
         return plan.links_for("supersedes", [candidate.memory_id for candidate in found])
@@ -335,6 +328,33 @@ class RuleStructurer:
             return candidates
         seen = {candidate.memory_id for candidate in candidates} | plan.linked
         return candidates + [c for c in search(plan.message) if c.memory_id not in seen]
+
+
+#: A reading that needs no value of a kind: (statement text, message, speaker, stream, candidates) ->
+#: the candidates it retires.
+_Reading = Callable[[str, str, str | None, str, list[CandidateMemory]], list[CandidateMemory]]
+
+
+def _unvalued_readings(text: str, plan: _Plan) -> list[_Reading]:
+    """The readings that need no value of a kind whose words the statement (or, for a correction,
+    its message) says, in the order they are tried: a correction, a place, a name, a new way."""
+    readings: list[_Reading] = []
+    if plan.correcting:
+        readings.append(_corrected)
+    if puts_somewhere(text):
+        readings.append(relocated_candidates)
+    if gives_new_name(text):
+        readings.append(renamed_candidates)
+    if announces_new_way(text):
+        readings.append(renewed_candidates)
+    return readings
+
+
+def _corrected(
+    text: str, message: str, _speaker: str | None, stream: str, candidates: list[CandidateMemory]
+) -> list[CandidateMemory]:
+    """``corrected_candidates`` as a ``_Reading`` (a correction is read across speakers)."""
+    return corrected_candidates(text, message, stream, candidates)
 
 
 def _searched_once(search: CandidateSearch) -> CandidateSearch:
