@@ -39,6 +39,8 @@ MONTH_NAMES: Final = (
     "July", "August", "September", "October", "November", "December",
 )  # fmt: skip
 WEEKDAYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+#: Weekdays and months: capitalized, yet no name of anyone or anything.
+TIME_NAMES: Final = frozenset(WEEKDAYS) | MONTHS.keys()
 #: Month words that are also ordinary English words count as months only when capitalized.
 _AMBIGUOUS_MONTHS: Final = frozenset({"may", "mar", "march"})
 _NUMBER_WORDS: Final = {

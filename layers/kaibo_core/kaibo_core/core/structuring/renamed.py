@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
-from kaibo_core.core.structuring.dates import MONTHS, WEEKDAYS
+from kaibo_core.core.structuring.dates import TIME_NAMES
 from kaibo_core.core.structuring.drafts import CandidateMemory, clear_best
 from kaibo_core.core.structuring.restated import NOT_NAMES, current_value
 from kaibo_core.core.text import analyze
@@ -56,7 +56,6 @@ _GENERIC: Final = frozenset(
         "it its their our we they this that the all please use"
     )
 )
-_TIMES: Final = frozenset(WEEKDAYS) | MONTHS.keys()
 #: Subject words in common with a word that says the name is new, and without one.
 MIN_SHARED_CUED: Final = 1
 MIN_SHARED_NOW: Final = 2
@@ -102,7 +101,7 @@ def _names(text: str) -> list[str]:
         name
         for name in _NAME.findall(text)
         if name.lower().strip("'’\"“”‘") not in NOT_NAMES
-        and name.split()[0].lower().rstrip("s") not in _TIMES
+        and name.split()[0].lower().rstrip("s") not in TIME_NAMES
     ]
 
 

@@ -51,6 +51,7 @@ from kaibo_core.core.structuring.procedures import (
     renewed_candidates,
     rerouted_candidates,
 )
+from kaibo_core.core.structuring.reassigned import hands_over, reassigned_candidates
 from kaibo_core.core.structuring.relocated import puts_somewhere, relocated_candidates
 from kaibo_core.core.structuring.renamed import gives_new_name, renamed_candidates
 from kaibo_core.core.structuring.restated import has_value, read, restated_candidates, retired_together
@@ -347,6 +348,8 @@ def _unvalued_readings(text: str, plan: _Plan) -> list[_Reading]:
         readings.append(renamed_candidates)
     if announces_new_way(text):
         readings.append(renewed_candidates)
+    if hands_over(text):
+        readings.append(reassigned_candidates)
     return readings
 
 
