@@ -379,6 +379,11 @@ def task(content: str) -> CandidateMemory:
         ("Pick up the dry cleaning Thursday (ticket 5521).", "Got the dry cleaning 👍"),
         ("Buy the Lizzo concert tickets.", "Got the Lizzo concert tickets!"),
         ("Call the bank about the mortgage rate lock.", "Talked to the bank about the mortgage rate lock."),
+        # completions said as things moving: out, in, through, handed in, passed
+        ("TODO: mail the Ridley deposit cheque.", "Ridley deposit cheque went out this morning."),
+        ("Renew Mia's driving licence.", "Mia's new driving licence came in the post!"),
+        ("Need to hand in the school trip form.", "School trip form handed in today."),
+        ("Get the boiler safety inspection done.", "Boiler safety inspection passed, certificate on file."),
     ],
 )
 def test_a_task_reported_done_in_words_of_its_own_is_closed(open_task: str, report: str) -> None:

@@ -25,7 +25,7 @@ from kaibo_core.core.text import analyze
 _COMPLETION: Final = re.compile(
     r"\b(done|finished|completed?|closed|closing|merged|shipped|resolved|fixed|submitted|sent|filed|"
     r"booked|paid|arrived|delivered|signed|approved|sorted|is live|went live|in place|taken care of|"
-    r"all set)\b",
+    r"all set|went out|came (?:in|through)|handed in|turned in|passed)\b",
     re.IGNORECASE,
 )
 #: Still to do, or a plan: never a completion.
