@@ -32,7 +32,7 @@ from tests.unit.test_structuring_restated import EARLIER, supersedes
         ),
         (  # a channel renamed
             "All warehouse incident reports go in #wh-incidents, tag the shift lead.",
-            "The incident channel is called #ops-incidents since the depots merged, same rules.",
+            "The incident channel is now called #ops-incidents since the depots merged, same rules.",
         ),
     ],
 )
@@ -58,6 +58,11 @@ def test_a_thing_given_a_new_name_retires_its_old_name(old: str, new: str) -> No
         (
             "Route 7 is driven by Carla, truck #18.",
             "Route 9 truck is now #31 since the other is in the shop.",
+        ),
+        (  # a name given, not said to be new, with one word in common (found with `make run`: a
+            # naming statement arriving after a relocation)
+            "Wednesday swim class is at the Aquatic Center on Lakeshore Rd, same time.",
+            "The Thursday 7pm yoga class at Hillside Gym is called Flow Basics.",
         ),
         (  # the same name restated
             "The neighbourhood newsletter from Elm Street is called The Lamplighter.",

@@ -37,6 +37,8 @@ _RENAMING: Final = re.compile(
     r"(?:called|named|known\s+as)|becomes|final\s+name|(?:listed|sold|going\s+out|marketed)\s+as|goes\s+by)\b",
     re.IGNORECASE,
 )
+#: A name given, not said to be new ("The yoga class is called Flow Basics"): two words in common.
+_NAMED_ONLY: Final = re.compile(r"^(?:(?:is|are|['’]s|be)\s+(?:called|named|known\s+as))$", re.IGNORECASE)
 #: A rename asked for.
 _ASKED: Final = re.compile(r"^\s*(?:please\s+|can\s+you\s+|let['’]s\s+)?(?:rename|rebrand)\b", re.IGNORECASE)
 _NOW: Final = re.compile(r"\b(?:now|from\s+today|as\s+of\s+today|going\s+forward)\b", re.IGNORECASE)
@@ -76,7 +78,8 @@ def renamed_candidates(
 ) -> list[CandidateMemory]:
     """The one earlier memory that names otherwise the thing ``text`` (a statement of ``message``
     that ``gives_new_name``) names anew; [] when none, or several are as close."""
-    cued = _RENAMING.search(text) is not None
+    cues = [match.group(0) for match in _RENAMING.finditer(text)]
+    cued = bool(cues) and not (all(_NAMED_ONLY.match(cue) for cue in cues) and _NOW.search(text) is None)
     ours = _names(text)
     told = frozenset(analyze(message)) - _GENERIC
     scored: list[tuple[int, CandidateMemory]] = []
