@@ -95,9 +95,9 @@ def reassigned_candidates(
         if holds is not None and match.group(0) in named:
             ours.append(match.group(0))
             works.append(_work(text[match.end() + holds.end() :]))
-    if speaker:
-        works += [_work(text[taking.end() :]) for taking in _I_TAKE.finditer(text)]
-    takers = [speaker] if speaker and _I_TAKE.search(text) else []
+    takings = list(_I_TAKE.finditer(text)) if speaker else []
+    works += [_work(text[taking.end() :]) for taking in takings]
+    takers = [speaker] if speaker and takings else []
     told = frozenset(analyze(message))
     scored: list[tuple[int, CandidateMemory]] = []
     for candidate in candidates:
@@ -112,16 +112,14 @@ def reassigned_candidates(
             continue  # another name the earlier memory does not say: another person's work
         if any(work and not work <= said for work in works):
             continue  # another piece of work: "owns the Hanley plant budget" after "the Hanley … review"
-        gone = [
-            name
-            for name in _names(statement.text)
-            if not _words(name) & _words(new_people[0]) and (not _words(name) <= told or _away(name, message))
-        ]
+        theirs = [name for name in _names(statement.text) if not _words(name) & _words(new_people[0])]
+        away = [name for name in theirs if _away(name, message)]
+        gone = [name for name in theirs if name in away or not _words(name) <= told]
         if not gone:
             continue  # nobody else held it, or the earlier holder still does
         holders = frozenset().union(*(_words(name) for name in new_people + gone))
         shared = (said & told) - holders - _GENERIC
-        named_away = any(_away(name, message) for name in gone)
+        named_away = bool(away)
         if len(shared) >= (MIN_SHARED_NAMED if named_away else MIN_SHARED_CUED):
             scored.append((len(shared), candidate))
     return clear_best(scored)

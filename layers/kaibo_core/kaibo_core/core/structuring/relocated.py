@@ -296,7 +296,7 @@ def _phrase(tokens: list[str]) -> list[str]:
         bare = token.lower().rstrip(".:")
         if not re.match(r"[\w'’]", token) or bare in _PHRASE_END or bare in _PLACE_PREPS or bare == "to":
             break
-        words.append(token.rstrip(".:") if token.endswith((".", ":")) and not bare.endswith("s.") else token)
+        words.append(token.rstrip(".:"))
         if token.endswith((".", ":")) and bare not in {"mrs", "mr", "dr", "st"}:
             break
     return words

@@ -11,11 +11,14 @@ names the same thing otherwise:
 
 - a name of the statement the earlier memory does not say, and one of the earlier memory the
   message does not say (the old name, gone);
-- a subject word in common besides the names ("spin", "repo", "channel"), two without a word that
-  says the name is new, and then the statement adds no subject word of its own.
+- a word in common with the message ("spin", "repo", "billing"; the rename's own words left out),
+  two when the name is a made one said to be the one "now" or is only given ("is called" without
+  "now": "The Thursday 7pm yoga class … is called Flow Basics" shares only "class" with "Wednesday
+  swim class is at the Aquatic Center").
 
-Guards: the caller's (questions, hedges, proposals, reported speech, history, additions); here, an
-earlier memory of another stream or speaker, and two earlier memories as close.
+Guards: the caller's (questions, hedges, proposals, reported speech, history, additions); here, a
+rename asked for ("Rename the Falcon dashboard to …"), an earlier memory of another stream or
+speaker, and two earlier memories as close.
 
 Pure: no I/O.
 """
