@@ -14,6 +14,7 @@ from kaibo_core.core.structuring.preferred import (
     chooses_otherwise,
     preferred_candidates,
     read_choice,
+    renews_kept_choice,
     states_choice,
 )
 from kaibo_core.core.structuring.statements import Statement, split_statements
@@ -79,7 +80,7 @@ def test_the_same_holders_choice_given_again_with_another_one_is_an_update(old: 
         # a statement about the listener is no one's choice
         ("Thanks for sharing your love for dairy-free desserts.", "I'd rather have dairy-free desserts."),
         # only the holder's name shared: what is chosen differs
-        ("Ben is vegetarian, no meat for him.", "FYI Ben eats fish these days."),
+        ("Ben is vegetarian, no meat for him.", "FYI Ben runs marathons these days, book him early."),
     ],
 )
 def test_a_liking_another_holder_a_narrower_thing_or_nothing_replaced_is_not_an_update(
@@ -172,3 +173,59 @@ def test_a_holders_own_choice_told_by_someone_else_is_an_update(old: str, new: s
 )
 def test_hearsay_a_hedge_or_a_question_told_by_someone_else_replaces_nothing(new: str) -> None:
     assert structured_links(new, "Tom always wants an aisle seat when he flies.") == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # a diet, a coffee, a seat: one kind of kept choice, another one of its kind now
+        ("Ben is vegetarian, no meat for him.", "FYI Ben eats fish again, he's pescatarian these days."),
+        (
+            "Retreat catering: Oskar eats everything, no restrictions.",
+            "Oskar went vegan last month, please get him the plant-based option.",
+        ),
+        (
+            "Nadia takes her coffee as an oat flat white, no sugar.",
+            "FYI Nadia's off oat milk — she just wants a plain black americano these days.",
+        ),
+        (
+            "Dad always wants an aisle seat on long flights, bad knee.",
+            "Dad says window seat this time, he wants to sleep the whole way.",
+        ),
+        (  # told by someone else, who names the holder
+            "For the team dinner: Arjun is vegetarian, eats eggs and dairy.",
+            "Arjun mentioned he's gone fully vegan since the summer, so no cheese board for him.",
+        ),
+    ],
+)
+def test_a_kept_choice_renewed_with_another_of_its_kind_is_an_update(old: str, new: str) -> None:
+    assert renews_kept_choice(statement(new))
+    assert [link.kind for link in structured_links(new, old)] == ["supersedes"]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # the same choice said again: nothing of its kind replaced
+        (
+            "I'm lactose intolerant, so I'll just need the dairy-free recipe!",
+            "I'm trying out dairy-free options now, like coconut.",
+        ),
+        # a kind the earlier statement does not name: not the choice it holds
+        ("I love when you try something new and it works out.", "I'm tempted to try dairy-free flavors now!"),
+        # another holder of the same kind ("Sam's sister"), and "she's on a different table" is no choice
+        (
+            "Dietary list for the gala: Sam Whitfield is coeliac, needs gluten-free everything.",
+            "Samira Whitfield (Sam's sister, she's on a different table) is vegan.",
+        ),
+        ("Maya is vegetarian.", "Leo went vegan last month."),
+    ],
+)
+def test_a_kept_choice_said_again_of_another_kind_or_holder_is_no_update(old: str, new: str) -> None:
+    assert structured_links(new, old) == []
+
+
+def test_on_or_off_is_a_renewed_choice_only_before_a_choice_of_its_kind() -> None:
+    assert renews_kept_choice(statement("Sam's on oat flat whites, the doctor's orders."))
+    assert not renews_kept_choice(statement("Samira is vegan, she's on a different table."))
+    assert not renews_kept_choice(statement("Ben is vegetarian."))  # no word that it is another now

@@ -545,6 +545,9 @@ def test_a_change_told_after_its_reason_is_read_in_its_own_clause() -> None:
     assert drafts[1].content == "The mobile launch is on March 9, 2026."
     # the clause keeps the statement's guards: a hedge still changes nothing
     assert links(structure("If App Store review is slow, mobile launch slips to March 9.", launch)) == []
+    # the word that joins a consequence to its reason is no part of the clause's subject
+    joined = structure("App Store review isn't done, so the mobile launch slips to March 9.", launch)
+    assert links(joined) == [Link("supersedes", "mem_old")]
 
 
 @pytest.mark.parametrize(

@@ -114,6 +114,8 @@ def test_statement_count_is_capped_and_the_rest_kept_as_overflow() -> None:
         ("According to Raj, the standup is at 10am.", "reported"),
         ("We are not moving the release.", "negated"),
         ("We won't cancel the review.", "negated"),
+        ("The other option is to push the offsite to June.", "hedged"),  # an option put forward
+        ("One option: move the standup to 10.", "hedged"),
     ],
 )
 def test_guards(text: str, flag: str) -> None:
@@ -129,6 +131,7 @@ def test_guards(text: str, flag: str) -> None:
         "The launch moved to May 14.",
         "The offsite is in May this year.",
         "The VAT return can go in on 14 May without a penalty.",  # "without" negates nothing said
+        "Oskar went vegan, please get him the plant-based option.",  # an option off a menu, chosen
     ],
 )
 def test_the_month_may_and_a_without_phrase_are_no_guards(text: str) -> None:

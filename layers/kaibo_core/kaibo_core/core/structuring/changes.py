@@ -701,8 +701,14 @@ def _first_person_named(change: Change, statement: Statement) -> Change:
 def _later_clauses(statement: Statement) -> list[Statement]:
     """The clauses after the first, each as a statement of its own: a change told after its
     reason ("App Store review is slow, mobile launch slips to March 9")."""
-    parts = clauses(statement.core)
-    return [replace(statement, text=part, core=part) for part in parts[1:]]
+    parts = [_CONNECTIVE.sub("", part) for part in clauses(statement.core)[1:]]
+    return [replace(statement, text=part, core=part) for part in parts if part]
+
+
+#: A word that joins a consequence to its reason ("…, so the Fernway release slips to June 29").
+_CONNECTIVE: Final = re.compile(
+    r"^(?:so|and so|which means|meaning|hence|therefore|and|but)\s+", re.IGNORECASE
+)
 
 
 # --- matching candidates -----------------------------------------------------------------------------

@@ -62,6 +62,10 @@ _HABIT: Final = re.compile(
     r"(?:takes?|drinks?|eats?|uses?|wears?|sits?|wants?|goes\s+with|go\s+with)\b"
 )
 _APOSTROPHE: Final = re.compile(r"['’]")
+#: What a note is for, before a colon ("For the team dinner: Arjun is vegetarian"): not its holder.
+_SCENE: Final = re.compile(
+    r"^[^:]{1,40}:\s+(?=[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?\s+(?:is|are|eats|drinks|takes|prefers|wants|likes)\b)"
+)
 _SECOND_PERSON: Final = re.compile(r"\b(?:you|your|yours)\b", re.IGNORECASE)
 _FIRST_PERSON: Final = re.compile(r"\b(?:i|i'm|i’m|i'd|i’d|my|me|we|our|us)\b", re.IGNORECASE)
 #: A name at the start of a statement, before a word in lower case: "Aria prefers", "Ops team wants".
@@ -78,6 +82,35 @@ _STANCE_WORDS: Final = frozenset(
 _GENERIC: Final = frozenset(
     analyze("get gets put puts make makes use uses go goes need needs take takes keep")
 )
+
+#: Kinds of choice a person keeps, by the words that name one choice of each: two statements with
+#: words of one kind are about the same choice ("Ben is vegetarian" and "Ben eats fish again, he's
+#: pescatarian these days"; "Sam takes his coffee black" and "Sam's on oat flat whites these days").
+_KINDS: Final[dict[str, re.Pattern[str]]] = {
+    "diet": re.compile(
+        r"\b(?:vegetarian|veggie|vegan|pescatarian|pescetarian|plant[- ]based|gluten[- ]free|dairy[- ]free"
+        r"|keto|paleo|halal|kosher|eats\s+(?:everything|meat|fish|anything)|no\s+(?:dietary\s+)?restrictions)\b",
+        re.IGNORECASE,
+    ),
+    "coffee": re.compile(
+        r"\b(?:coffee|decaf|espresso|americano|latte|cappuccino|flat\s+whites?|cortado|macchiato|mocha)\b",
+        re.IGNORECASE,
+    ),
+    "seat": re.compile(r"\b(?:aisle|window|middle)\s+seats?\b", re.IGNORECASE),
+}
+#: Words that say a kept choice is another one now: "these days", "again", "this time", "is off …",
+#: "gone vegan", "switched".
+_RENEWED: Final = re.compile(
+    r"\b(?:these\s+days|nowadays|again|this\s+time|from\s+now\s+on|going\s+forward|now|switched|gone"
+    r"|went|convert(?:ed)?)\b",
+    re.IGNORECASE,
+)
+#: "Sam's on oat flat whites", "Nadia's off oat milk": on or off a choice (its words follow).
+_ON_OFF: Final = re.compile(
+    r"(?:['’]s|\b(?:is|are))\s+(?:off|on)\s+((?:[\w-]+\s+){0,3}[\w-]+)", re.IGNORECASE
+)
+#: A kept choice made in the past tense: "Oskar went vegan last month" is his diet now.
+_CHOSEN: Final = re.compile(r"\b(?:switched|gone|went|converted)\b", re.IGNORECASE)
 
 Holder = tuple[str, str]
 
@@ -96,8 +129,41 @@ class Choice:
 
 def states_choice(statement: Statement) -> bool:
     """The statement states a choice (see the module docstring), not a liking or a plain fact."""
-    core = statement.core
+    return _chooses(statement.core) or renews_kept_choice(statement)
+
+
+def _chooses(core: str) -> bool:
     return bool(_CHOICE.search(core) or _OWN_INSTRUCTION.match(core) or len(_WEAK_CHOICE.findall(core)) >= 2)
+
+
+def choice_kinds(text: str) -> frozenset[str]:
+    """The kinds of kept choice ``text`` names (``_KINDS``): "diet", "coffee", "seat"."""
+    return frozenset(kind for kind, pattern in _KINDS.items() if pattern.search(text))
+
+
+def _kind_words(text: str) -> dict[str, frozenset[str]]:
+    """{kind: the words of ``text`` that name a choice of that kind}."""
+    return {
+        kind: frozenset(match.group(0).lower() for match in pattern.finditer(text))
+        for kind, pattern in _KINDS.items()
+        if pattern.search(text)
+    }
+
+
+def _kind_replaced(new: str, old: str) -> bool:
+    """Both name a choice of one kind, and the later one a choice the earlier does not name
+    ("vegetarian" → "vegan"; not "dairy-free" said twice)."""
+    theirs = _kind_words(old)
+    return any(kind in theirs and words - theirs[kind] for kind, words in _kind_words(new).items())
+
+
+def renews_kept_choice(statement: Statement) -> bool:
+    """The statement says a kept choice (a diet, a coffee, a seat) is another one now ("Ben eats
+    fish again, he's pescatarian these days"; "Oskar went vegan last month")."""
+    core = statement.core
+    if not choice_kinds(core):
+        return False
+    return _RENEWED.search(core) is not None or any(choice_kinds(match) for match in _ON_OFF.findall(core))
 
 
 #: Someone named, then what they said: "Ed says …", "Ines asked for …", "Mom told me …".
@@ -131,10 +197,14 @@ def read_choice(statement: Statement) -> Choice:
     name = None
     first_person = _FIRST_PERSON.search(text) is not None
     if not first_person:
-        leading = _LEADING_NAME.match(text)
+        leading = _LEADING_NAME.match(_SCENE.sub("", text, count=1))
         if leading is not None:
-            named = [w for w in leading.group(1).split() if _APOSTROPHE.split(w.lower())[0] not in NOT_NAMES]
-            name = " ".join(named).lower() or None
+            named = [
+                _APOSTROPHE.split(w.lower())[0]
+                for w in leading.group(1).split()
+                if _APOSTROPHE.split(w.lower())[0] not in NOT_NAMES
+            ]
+            name = " ".join(named) or None
     if name:
         holder: Holder = ("name", name)
     elif not first_person and _SECOND_PERSON.search(text):
@@ -142,7 +212,7 @@ def read_choice(statement: Statement) -> Choice:
     else:
         holder = ("self", speaker)
     reading = read(text)
-    words = frozenset(analyze(text)) | reading.topic
+    words = frozenset(analyze(text)) | reading.topic | {f"~{kind}" for kind in choice_kinds(text)}
     return Choice(holder, frozenset(words - _STANCE_WORDS), name, speaker, reading)
 
 
@@ -181,6 +251,8 @@ def chooses_otherwise(new: Statement, old: Statement, same_stream: bool) -> bool
     """True when ``new`` gives ``old``'s choice again with another one (see the module docstring)."""
     if not states_choice(new):
         return False
+    if not _chooses(new.core) and not _kind_replaced(new.core, old.core):
+        return False  # a kept choice renewed replaces one of its kind only
     new_choice, old_choice = read_choice(new), read_choice(old)
     new_holder, old_holder = _settled(new_choice, old_choice), _settled(old_choice, new_choice)
     if not _one_holder(new_holder, old_holder, same_stream):
@@ -209,12 +281,21 @@ def preferred_candidates(
 ) -> list[CandidateMemory]:
     """The candidates whose choice ``statement`` gives again with another one; ``relayed``: the
     statement tells someone's own choice (``relays_own_choice``), its holder the one who said it."""
-    if not states_choice(statement) or (past(statement.text) and not relayed):
+    if not states_choice(statement):
+        return []
+    if (
+        past(statement.text)
+        and not relayed
+        and not (renews_kept_choice(statement) and _CHOSEN.search(statement.core))
+    ):
         return []
     found = []
     for candidate in candidates:
         old = current_value(candidate)
-        if old is None or not standing(old):
+        if old is None:
+            continue
+        renewed = renews_kept_choice(statement) and _kind_replaced(statement.core, old.core)
+        if not (renewed or standing(old)):
             continue
         if chooses_otherwise(statement, old, candidate.stream == stream):
             found.append(candidate)

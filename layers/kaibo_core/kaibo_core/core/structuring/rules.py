@@ -44,7 +44,12 @@ from kaibo_core.core.structuring.drafts import (
     MemoryDraft,
 )
 from kaibo_core.core.structuring.facts import additive, history
-from kaibo_core.core.structuring.preferred import preferred_candidates, relays_own_choice, states_choice
+from kaibo_core.core.structuring.preferred import (
+    preferred_candidates,
+    relays_own_choice,
+    renews_kept_choice,
+    states_choice,
+)
 from kaibo_core.core.structuring.procedures import (
     announces_new_way,
     read_route,
@@ -190,6 +195,7 @@ class RuleStructurer:
                 or tells_change_done(statement.text)
                 or gives_new_contact(statement.text, statement.text)
                 or relays_own_choice(statement)
+                or renews_kept_choice(statement)
                 or gives_new_name(statement.text)
             )
             links = self._restated(event, statement, today, search, plan) if plain else ()

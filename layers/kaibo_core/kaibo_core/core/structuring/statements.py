@@ -119,6 +119,11 @@ _MAY_HEDGE: Final = re.compile(
     r"(?<!\d\s)(?<!\dth\s)(?<!\bof\s)(?<!\bin\s)(?<!\bby\s)(?<!\bmid-)"
     r"\b(?:may|May(?=\s+(?i:i|we|you|he|she|they|it|be|have|need)\b))\b(?![\s,.]+\d)"
 )
+#: An option chosen off a menu ("please get him the plant-based option"), not one put forward ("the
+#: other option is to push it"): no hedge.
+_CHOSEN_OPTION: Final = re.compile(
+    r"\bthe\s+(?:[\w-]+\s+){0,2}options?\b(?!\s*(?:is|are|was|would|could|here|:))", re.IGNORECASE
+)
 _REPORTED: Final = re.compile(
     r"\b(?:said|says|say|told|tells|mention(?:s|ed)?|asked|asks|claim(?:s|ed)?|believes?|thinks"
     r"|heard|hear|according to|reportedly|wants to know|wrote that|emailed that|reckons?|swears?|insists?)\b",
@@ -281,7 +286,7 @@ def prepare(text: str, speaker: str | None = None, numbered: bool = False) -> St
         correction_cue=filler_cue or label in {"correction", "update"},
         now_cue=bool(_NOW_CUE.search(core)),
         question=question,
-        hedged=bool(_HEDGE.search(core) or _MAY_HEDGE.search(core)),
+        hedged=bool(_HEDGE.search(_CHOSEN_OPTION.sub(" ", core)) or _MAY_HEDGE.search(core)),
         reported=bool(_REPORTED.search(core)),
         negated=negated,
         numbered=numbered,
