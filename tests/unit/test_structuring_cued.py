@@ -11,8 +11,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from kaibo_core.core.structuring.cued import cued_candidates, cues_change, tells_change_done
+from kaibo_core.core.structuring.cued import _same_label, cued_candidates, cues_change, tells_change_done
 from kaibo_core.core.structuring.drafts import CandidateMemory, EventToStructure
+from kaibo_core.core.structuring.restated import read
 from kaibo_core.core.structuring.rules import RuleStructurer
 from kaibo_core.core.structuring.statements import prepare, split_statements
 from kaibo_core.core.text import analyze, query_terms
@@ -483,3 +484,24 @@ def test_more_time_granted_moves_a_deadline() -> None:
     assert cued(
         "Helen is traveling the first half of November, so chapter 4 to her by November 16 works fine.", draft
     )
+
+
+def test_a_version_both_name_their_thing_by_is_a_subject_word() -> None:
+    release = "Mobile release 3.4 is targeting May 5."
+    assert linked("3.4 slips a week to May 12, still waiting on App Store review.", release) == ["mem_0"]
+    # the same version of another product: a name beside the number the earlier one never says
+    ledgerline = "Priya: Ledgerline 4.2 goes out to customers on Thursday March 12."
+    assert linked("Heads up all, the 4.2 release for Orbit moved to March 19 instead.", ledgerline) == []
+    # a plain count said in both is a quantity, not a label; a number with parts is one
+    assert not _same_label(read("3 interns start on May 5."), read("3 new hires start May 12 now."))
+    assert _same_label(read("Release 3.4 is on May 5."), read("3.4 slips to May 12.")) == frozenset(
+        {"3", "4"}
+    )
+
+
+def test_a_change_that_cancels_nothing_is_still_read_as_an_update() -> None:
+    quote = "Quote from Ridgeway Roofing: $14,200 for the full reroof."
+    # "dropped the skylight" reads as a cancellation, which finds nothing to cancel
+    assert linked("Ridgeway revised the roof quote to $12,900 after we dropped the skylight.", quote) == [
+        "mem_0"
+    ]

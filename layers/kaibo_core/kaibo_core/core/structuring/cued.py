@@ -320,7 +320,21 @@ def _other_subject(update: _Update, old: Reading, old_text: str, slot_is_name: b
         return True
     if _other_label(update, old, old_text) or _other_modifier(update, old, old_text, said, told):
         return True
-    return _other_scope(update.text, old_text, told) or (not named and _other_lead(update, old, said, told))
+    if _other_scope(update.text, old_text, told):
+        return True
+    labelled = _same_label(old, update.reading) and not _names_beside_label(update.text, said)
+    return not named and not labelled and _other_lead(update, old, said, told)
+
+
+def _names_beside_label(text: str, said: frozenset[str]) -> bool:
+    """A clause that holds a version-like number also names something the earlier statement does
+    not say ("the 4.2 release for Orbit moved to March 19" after "Ledgerline 4.2 goes out …")."""
+    for clause in clauses(text):
+        if _VERSION_LIKE.search(clause) and any(
+            not frozenset(analyze(name)) <= said for name in _names(read(clause))
+        ):
+            return True
+    return False
 
 
 def _other_scope(text: str, old_text: str, told: frozenset[str]) -> bool:
@@ -551,4 +565,21 @@ def _shared_with(
         return frozenset()  # "FY2026 marketing budget …" and "the FY2027 marketing budget …": two periods
     # a word of the earlier one's code said as a plain word names it: "the firefighting channel"
     # and "#ops-firefighting"
-    return (_subject_words(old_text, old) | _code_words(old)) & _message_terms(update.message)[1]
+    return (_subject_words(old_text, old) | _code_words(old)) & _message_terms(update.message)[
+        1
+    ] | _same_label(old, new)
+
+
+#: A number with parts ("3.4", read as "3 4"; "v2.1"): a version or a label, not a quantity.
+_VERSION_LIKE: Final = re.compile(r"\d[ .]\d")
+
+
+def _same_label(old: Reading, new: Reading) -> frozenset[str]:
+    """A number both statements name their thing by, kept while another value is replaced ("Mobile
+    release 3.4 is targeting May 5" and "3.4 slips a week to May 12"): a subject word."""
+    kept = {
+        value
+        for kind, value in old.values & new.values
+        if kind in ("number", "code") and _VERSION_LIKE.search(value)
+    }
+    return frozenset(term for value in kept for term in analyze(value))

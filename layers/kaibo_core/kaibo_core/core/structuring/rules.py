@@ -229,7 +229,10 @@ class RuleStructurer:
         main_type, confidence = _change_type(change, classification)
         fact_text = rewritten_fact(change, retired, today)
         links = plan.links_for(change.link, [candidate.memory_id for candidate in retired])
-        if not retired and change.link == "supersedes" and not _names_old_value(change):
+        # A cancellation that finds nothing may be a reason told beside an update ("Ridgeway revised
+        # the roof quote to $12,900 after we dropped the skylight"): read it as one when a cue says so.
+        renewed = change.link == "supersedes" or cues_change(statement.text)
+        if not retired and renewed and not _names_old_value(change):
             links = self._restated(event, statement, today, search, plan)
         # The links go on the rewritten fact when there is room for it, else on the statement.
         fact_fits = len(plan.drafts) + 2 <= MAX_DRAFTS_PER_EVENT
