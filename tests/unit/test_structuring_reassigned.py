@@ -30,6 +30,10 @@ from tests.unit.test_structuring_restated import EARLIER, supersedes
             "Tobias will be the mentor for our new apprentice Keira.",
             "Quick change: Marta is Keira's mentor instead.",
         ),
+        (  # picked up "this time"
+            "Kiko's handling the Q3 newsletter.",
+            "Dmitri's picking up the Q3 newsletter this time, she's swamped with the launch.",
+        ),
         (  # the speaker takes it
             "Simon's doing the Wednesday choir pickup this term.",
             "Hana: I'll cover Wednesday choir pickups from now on, his hours changed.",
@@ -81,6 +85,8 @@ def test_a_handover_says_who_and_that_it_changed() -> None:
     assert hands_over("Devon is point on the Acme renewal now.")
     assert hands_over("Kenji: I'm taking over the upgrade PR.")
     assert not hands_over("Devon is point on the Acme renewal.")
+    assert hands_over("Dmitri's picking up the Q3 newsletter this time.")
+    assert not hands_over("Dmitri's picking up the Q3 newsletter.")
     assert not hands_over("The office is now opening at 9:15.")
 
 

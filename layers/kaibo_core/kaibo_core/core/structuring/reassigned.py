@@ -37,7 +37,8 @@ from kaibo_core.core.text import analyze
 _HANDED: Final = re.compile(
     r"\b(?:instead|tak(?:e|es|ing)\s+over|took\s+over|from\s+now\s+on|going\s+forward|from\s+here\s+on|now|"
     r"swapped|volunteered|offered\s+to|stepping\s+(?:back|down)|(?:change|swap)\s+of\s+plan|quick\s+change|"
-    r"staffing\s+update|reassigned|handed\s+(?:over|off)|from\s+(?:monday|next\s+week|today))\b",
+    r"staffing\s+update|reassigned|handed\s+(?:over|off)|from\s+(?:monday|next\s+week|today)|this\s+time"
+    r"|as\s+of\s+today|new\s+owner)\b",
     re.IGNORECASE,
 )
 #: The speaker taking a piece of work ("I'll cover Thursday soccer pickups").
@@ -57,7 +58,7 @@ _NAME: Final = re.compile(
 #: it", "Renata's going to be Aiko's buddy", "Wes Okonkwo will run fieldwork", "Jess is on it now").
 _HOLDS: Final = re.compile(
     r"^\s*(?:(?:['’]s|is|will\s+be|['’]s\s+going\s+to\s+be|is\s+going\s+to\s+be)\s+(?:now\s+)?"
-    r"(?:point|lead|primary|secondary|on\b|doing|taking|running|handling|covering|driving|in\s+charge|"
+    r"(?:point|lead|primary|secondary|on\b|doing|taking|running|handling|covering|driving|picking\s+up|in\s+charge|"
     r"the\s+(?:new\s+)?(?:lead|owner|point|contact|buddy|mentor|associate|manager|driver)|[A-Z][\w-]*['’]s\s+\w+)"
     r"|(?:now\s+)?(?:owns|leads|runs|handles|covers|drives|has\s+the|takes\s+over|took\s+over|offered\s+to|"
     r"volunteered|will\s+(?:run|do|handle|cover|take|lead|own|drive)))",
