@@ -81,6 +81,8 @@ _HELD_ROLES: Final = _SOLE_ROLES | frozenset(
 #: Subject words the message and the earlier memory must share, with a change cue and without.
 MIN_SHARED_WORDS: Final = 2
 MIN_SHARED_UNCUED: Final = 3
+#: With a cue, for a value passed on by the one the candidates name (``relayed``).
+MIN_SHARED_FROM_SOURCE: Final = 1
 #: Share of an earlier role's words ("tech lead for search") a message giving it to someone else repeats.
 MIN_ROLE_SHARE: Final = 0.5
 #: What a role is for ("tech lead for search", "point of contact for Globex"): each must be repeated.
@@ -88,7 +90,7 @@ _SCOPE: Final = re.compile(r"\b(?:for|on)\s+(?:the\s+)?([\w'’-]+(?:\s+[\w'’-
 #: What a value is for, a thing named in common words ("for the mortgage", "on the billing cluster"),
 #: not a person ("ask for Dr. Ferreira") nor a value ("on 0171 552 7410").
 _THING_SCOPE: Final = re.compile(
-    r"\b(?i:for|on)\s+(?:(?i:the|our|my|your|their)\s+)?([a-z][\w'’-]*(?:\s+[a-z][\w'’-]*)?)"
+    r"\b(?i:for|on)\s+(?:(?i:the|our|my|your|their)\s+)?(?!time\b)([a-z][\w'’-]*(?:\s+[a-z][\w'’-]*)?)"
 )
 #: A verb in the past where a statement's first word names its subject in others (stems).
 _TOLD_VERB: Final = re.compile(r"\w+ed|went|got|came|made|took|gave|left|sent|put|set|ran|becam|bought|sold")
@@ -476,10 +478,12 @@ def cued_candidates(
     speaker: str | None,
     stream: str,
     meaning: Meaning | None = None,
+    from_source: bool = False,
 ) -> list[CandidateMemory]:
     """The one candidate that ``text`` (a statement with a value, dates resolved) gives another
     value, found by the subject words of the whole ``message`` (two in common with a change cue,
-    three without); [] when none is close enough or several are as close."""
+    three without; one with a cue when ``from_source``: the candidates name the one who passed the
+    value on, ``relayed``); [] when none is close enough or several are as close."""
     reading = _valued(read(text), text)
     kinds = _kinds(reading.values) - {"name"}
     if reading.topic & _HELD_ROLES:
@@ -494,9 +498,8 @@ def cued_candidates(
         shared, old_text = _shared_subject(update, candidate, speaker, stream)
         if not cued and not shared & own:
             continue  # only a statement that says a value changed may leave its subject to the others
-        if len(shared) < (MIN_SHARED_WORDS if cued else MIN_SHARED_UNCUED) and not _named_enough(
-            shared, cued, update, old_text
-        ):
+        least = (MIN_SHARED_FROM_SOURCE if from_source else MIN_SHARED_WORDS) if cued else MIN_SHARED_UNCUED
+        if len(shared) < least and not _named_enough(shared, cued, update, old_text):
             continue
         cosine = (meaning(text, candidate) if meaning is not None else None) or 0.0
         scored.append((len(shared), cosine, candidate, old_text))

@@ -57,9 +57,16 @@ from kaibo_core.core.structuring.procedures import (
     rerouted_candidates,
 )
 from kaibo_core.core.structuring.reassigned import hands_over, reassigned_candidates
+from kaibo_core.core.structuring.relayed import from_source, relayed_value
 from kaibo_core.core.structuring.relocated import puts_somewhere, relocated_candidates
 from kaibo_core.core.structuring.renamed import gives_new_name, renamed_candidates
-from kaibo_core.core.structuring.restated import has_value, read, restated_candidates, retired_together
+from kaibo_core.core.structuring.restated import (
+    clauses,
+    has_value,
+    read,
+    restated_candidates,
+    retired_together,
+)
 from kaibo_core.core.structuring.statements import Statement, split_statements
 
 #: Confidence of the one draft of a tool call, file or commit, and of an overflow episode.
@@ -196,6 +203,7 @@ class RuleStructurer:
                 or gives_new_contact(statement.text, statement.text)
                 or relays_own_choice(statement)
                 or renews_kept_choice(statement)
+                or (statement.reported and relayed_value(statement, plan.message) is not None)
                 or gives_new_name(statement.text)
             )
             links = self._restated(event, statement, today, search, plan) if plain else ()
@@ -292,6 +300,9 @@ class RuleStructurer:
         if additive(statement) or not statement.parseable:
             return ()
         if statement.guarded:
+            passed_on = self._relayed(event, statement, today, search, plan)
+            if passed_on:
+                return passed_on
             if not relays_own_choice(statement):
                 return ()
             candidates = [c for c in search(_search_text(statement)) if c.memory_id not in plan.linked]
@@ -324,6 +335,36 @@ class RuleStructurer:
             found = reading(text, plan.message, statement.speaker, event.stream, candidates)
         if found:
             found += retired_together(found, candidates)
+        return plan.links_for("supersedes", [candidate.memory_id for candidate in found])
+
+    def _relayed(
+        self, event: EventToStructure, statement: Statement, today: date, search: CandidateSearch, plan: _Plan
+    ) -> tuple[Link, ...]:
+        """Links for a reported statement that passes a value on from its source (``relayed``): the
+        cued reading of what they said, among the memories that name them."""
+        relayed = relayed_value(statement, plan.message) if statement.reported else None
+        if relayed is None:
+            return ()
+        said = relayed.said
+        change = detect_change(said)
+        if change is not None and change.link == "cancels":
+            return ()  # "Ferrow just told us … their visit is off": no new value
+        valued = [clause for clause in clauses(resolve_dates(said.text, today).text) if has_value(clause)]
+        if not valued:
+            return ()
+        text = ", ".join(
+            valued
+        )  # "they're swamped anyway, receipts can come as late as March 13": the value's
+        candidates = [c for c in search(statement.text) if c.memory_id not in plan.linked]
+        found = cued_candidates(
+            text,
+            plan.message,
+            from_source(relayed, candidates),
+            speaker=said.speaker,
+            stream=event.stream,
+            meaning=self._meaning,
+            from_source=True,
+        )
         return plan.links_for("supersedes", [candidate.memory_id for candidate in found])
 
     @staticmethod
