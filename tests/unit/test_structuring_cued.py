@@ -505,3 +505,15 @@ def test_a_change_that_cancels_nothing_is_still_read_as_an_update() -> None:
     assert linked("Ridgeway revised the roof quote to $12,900 after we dropped the skylight.", quote) == [
         "mem_0"
     ]
+
+
+def test_a_messages_heading_names_its_subject_but_parts_nothing_the_guards_part() -> None:
+    rep = "Our account manager at Northfield Paper is Colette Marsh, colette.marsh@northfieldpaper.com."
+    new_rep = "Northfield Paper: new rep for our account is Bilal Haddad, bilal.h@northfieldpaper.com."
+    assert linked(new_rep, rep) == ["mem_0"]
+    # the heading's words count as subject words, not as what the message says of the earlier one's
+    # first thing: "first response" and "resolution target" stay two targets of one SLA
+    sla = "Support SLA for Platinum customers: first response within 1 hour, around the clock."
+    assert (
+        linked("Updated Platinum SLA: resolution target is now 8 business hours as of this month.", sla) == []
+    )

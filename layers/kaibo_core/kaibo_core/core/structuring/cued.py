@@ -567,10 +567,11 @@ def _shared_with(
     if periods and update.periods - periods:
         return frozenset()  # "FY2026 marketing budget …" and "the FY2027 marketing budget …": two periods
     # a word of the earlier one's code said as a plain word names it: "the firefighting channel"
-    # and "#ops-firefighting"
-    return (_subject_words(old_text, old) | _code_words(old)) & _message_terms(update.message)[
-        1
-    ] | _same_label(old, new)
+    # and "#ops-firefighting"; a message's heading names its subject too ("Northfield Paper: new rep
+    # for our account is …"), though the guards above read the message without it
+    heading = speaker if speaker and not old_speaker else ""
+    told = _message_terms(update.message)[1] | frozenset(analyze(heading or ""))
+    return (_subject_words(old_text, old) | _code_words(old)) & told | _same_label(old, new)
 
 
 #: A number with parts ("3.4", read as "3 4"; "v2.1"): a version or a label, not a quantity.
