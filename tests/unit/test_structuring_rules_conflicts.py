@@ -217,6 +217,22 @@ def test_another_tickets_id_closes_nothing() -> None:
     assert links("OPS-213 closed — backups have been running on the S3 bucket since last night.", task) == []
 
 
+def test_a_ticket_said_open_is_a_task_whatever_its_type() -> None:
+    bug = "BUG-2210: CSV export drops rows with emoji in names — open, high priority."
+    done = "BUG-2210 fixed in 4.8.1 and verified by QA, closing."
+    assert links(done, candidate(bug, "episode")) == [Link("supersedes", "mem_old")]
+    # a ticket named in a plain remark is no open task
+    remark = candidate("BUG-2210 was the CSV export issue from last spring, see the postmortem.", "episode")
+    assert links(done, remark) == []
+
+
+def test_what_a_task_is_for_is_no_part_of_what_it_is() -> None:
+    task = candidate("Still have to send the invoice to Delgado Builders for the March framing job.", "task")
+    assert links("Delgado invoice went out this morning, net 30.", task) == [Link("supersedes", "mem_old")]
+    # the invoice of another builder: "Delgado" is what the task is
+    assert links("Harlow invoice went out this morning, net 30.", task) == []
+
+
 def test_a_done_participle_needs_the_tasks_own_verb() -> None:
     assert links("The pricing page is translated.", candidate("TODO: update the pricing page.", "task")) == []
 

@@ -39,6 +39,8 @@ _TASK_LABEL: Final = re.compile(
 )
 #: Where a task's own words end and its circumstances begin ("… before the summer trip").
 _CIRCUMSTANCES: Final = re.compile(r"\s(?:before|by|due|until|so that|so we|because)\s|\s?\(", re.IGNORECASE)
+#: What a task is for ("… for the March framing job"), cut when what is left still says enough.
+_PURPOSE: Final = re.compile(r"\sfor the\s", re.IGNORECASE)
 #: The words that make a statement a task, not what it is about.
 _TASK_WORDS: Final = frozenset(
     analyze(
@@ -56,6 +58,8 @@ MIN_SHARED: Final = 2
 _WORD: Final = re.compile(r"[\w'’-]+")
 #: A ticket's id ("OPS-212", "JIRA-4471"): a report naming it with a completion word closes it.
 _TICKET: Final = re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d{1,6}\b")
+#: A ticket's state said open ("BUG-2210: CSV export drops rows … — open, high priority").
+_OPEN: Final = re.compile(r"\b(?:open|unresolved|in progress|todo|to do)\b", re.IGNORECASE)
 #: Verbs whose past reports another verb's task done: "Got the dry cleaning" for "Pick up the dry cleaning".
 _DONE_AS: Final[dict[str, frozenset[str]]] = {
     verb: frozenset(analyze(others))
@@ -100,9 +104,11 @@ def _past(word: str) -> str | None:
 
 
 def _task_core(text: str) -> str:
-    """The task without its label ("TODO:") and circumstances ("before the trip", "(ticket 55)")."""
-    core = _TASK_LABEL.sub("", text.strip(), count=1)
-    return _CIRCUMSTANCES.split(core, maxsplit=1)[0]
+    """The task without its label ("TODO:"), circumstances ("before the trip", "(ticket 55)") and,
+    where two of its words are left, what it is for ("… for the March framing job")."""
+    core = _CIRCUMSTANCES.split(_TASK_LABEL.sub("", text.strip(), count=1), maxsplit=1)[0]
+    shorter = _PURPOSE.split(core, maxsplit=1)[0]
+    return shorter if len(_about(shorter)) >= MIN_SHARED else core
 
 
 def _about(text: str) -> frozenset[str]:
@@ -114,12 +120,12 @@ def _about(text: str) -> frozenset[str]:
 
 def closes(text: str, task: CandidateMemory, speaker: str | None = None) -> bool:
     """True when ``text`` (one statement, said by ``speaker``) reports ``task`` (an open task) done."""
-    if task.type != "task":
-        return False
+    tickets = set(_TICKET.findall(task.content))
+    if task.type != "task" and not (tickets and _OPEN.search(task.content)):
+        return False  # a ticket said to be open is a task, whatever type its words were given
     statement = statement_of_text(task.content)
     if statement.guarded or (speaker and statement.speaker and statement.speaker != speaker):
         return False  # another speaker's task is theirs to report done
-    tickets = set(_TICKET.findall(task.content))
     if tickets and tickets & set(_TICKET.findall(text)) and _COMPLETION.search(text):
         return True  # "OPS-212: migrate the nightly backups …" and "OPS-212 closed — …"
     core = _task_core(statement.text)
