@@ -223,6 +223,8 @@ def test_only_memories_of_the_same_stream_are_retired() -> None:
         ("The cleanup volunteers are Carla's responsibility from here on.", True),
         ("Evidence upload cutoff is May 1.", False),
         ("Dr. Lindqvist is opening a new satellite clinic.", False),  # a new thing, not a new value
+        ("Brightlane agreed to push the renewal to June 15.", True),  # pushed to, said in the present
+        ("Please push your branch before the review.", False),  # push without a "to": no move
     ],
 )
 def test_a_change_cue_is_a_word_that_says_a_value_changed(text: str, cue: bool) -> None:
@@ -517,3 +519,9 @@ def test_a_messages_heading_names_its_subject_but_parts_nothing_the_guards_part(
     assert (
         linked("Updated Platinum SLA: resolution target is now 8 business hours as of this month.", sla) == []
     )
+
+
+def test_the_clause_that_says_the_change_is_read_without_the_reasons_values() -> None:
+    demo = "Sprint demo is tomorrow (June 3, 2026) at 2pm."  # as stored: its date resolved
+    # "tomorrow" in the reason is the old date: the move is to Friday
+    assert linked("Demo's pushed to Friday, half the team is out tomorrow.", demo) == ["mem_0"]

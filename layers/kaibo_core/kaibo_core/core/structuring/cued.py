@@ -57,7 +57,7 @@ CUE: Final = re.compile(
     r"increas(?:ed|ing)|decreas(?:ed|ing)|went (?:up|down)|relocat(?:ed|ing)|revised|trimmed|slashed|hiked|"
     r"upped|reduced|cut (?:it )?(?:to|down|back)|works fine|(?:is|are) fine|as late as|"
     r"(?:got|gave us|give us|giving us|have|has) (?:till|until)|(?:one|a) more week|an extra week|"
-    r"looking at|can come in)\b"
+    r"looking at|can come in|push(?:es|ing)?\s+(?:[\w'’-]+\s+){0,4}?(?:back\s+|out\s+)?to)\b"
     r"|(?:\bnot|n['’]t)\b[^.;]*?\b(?:until|till|til)\b",  # "won't wrap up until May 22"
     re.IGNORECASE,
 )
@@ -484,11 +484,14 @@ def cued_candidates(
     value, found by the subject words of the whole ``message`` (two in common with a change cue,
     three without; one with a cue when ``from_source``: the candidates name the one who passed the
     value on, ``relayed``); [] when none is close enough or several are as close."""
+    if _told_in_the_past(text) or _NEW_THING.search(text) or _UNCHANGED.search(text):
+        return []
+    text = _changed_clauses(text)
     reading = _valued(read(text), text)
     kinds = _kinds(reading.values) - {"name"}
     if reading.topic & _HELD_ROLES:
         kinds |= {"name"}  # "Kwame Mensah is primary on payments-api"
-    if not kinds or _told_in_the_past(text) or _NEW_THING.search(text) or _UNCHANGED.search(text):
+    if not kinds:
         return []
     cued = cues_change(text)
     update = _Update(text, reading, message, frozenset(kinds), _periods(message))
@@ -510,6 +513,15 @@ def cued_candidates(
     if len(best) > 1 and len({_values_of(old_text, update.kinds) for *_, old_text in best}) > 1:
         return []  # two memories as close, with other values: which one changed?
     return [candidate for _, _, candidate, _ in best]  # one, or one value said twice
+
+
+def _changed_clauses(text: str) -> str:
+    """The clauses of ``text`` that say a value changed, when others hold values of their own: "Demo's
+    pushed to Friday, half the team is out tomorrow" moves the demo to Friday, not to tomorrow."""
+    parts = clauses(text)
+    changed = [part for part in parts if cues_change(part) and has_value(part)]
+    others = [part for part in parts if part not in changed and has_value(part)]
+    return ", ".join(changed) if changed and others else text
 
 
 def _values_of(text: str, kinds: frozenset[str]) -> frozenset[tuple[str, str]]:
