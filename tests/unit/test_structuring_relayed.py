@@ -35,9 +35,26 @@ def test_a_value_passed_on_by_its_source_is_an_update(old: str, new: str) -> Non
 @pytest.mark.parametrize(
     ("old", "new"),
     [
+        (  # the source got in touch, then what they said
+            "Prof. Okafor wants my full thesis draft by Sept 30.",
+            "Okafor emailed back — Oct 14 is fine for the draft since she's at a conference anyway.",
+        ),
+    ],
+)
+def test_a_value_from_someone_who_got_in_touch_is_an_update(old: str, new: str) -> None:
+    assert supersedes(new, old)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
         (  # hearsay: the one who says it is not named by the earlier memory
             "The release target is July 13.",
             "Tom says the release target is July 20 now.",
+        ),
+        (  # someone else got in touch: not the source of the earlier value
+            "Prof. Okafor wants my full thesis draft by Sept 30.",
+            "Priya emailed back — Oct 14 is fine for the draft review.",
         ),
         (  # another person of the same first name
             "Tomas Reyes is taking the Saturday food bank shift from 9 to 1.",

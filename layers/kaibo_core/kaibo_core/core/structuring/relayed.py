@@ -2,10 +2,12 @@
 source").
 
 "Accountant needs our receipts and W-2s by Feb 27." … "Deb at the accountant's office says we've got
-till Mar 6 for the paperwork." Reported speech is a guard: "Tom said the deadline is June 27" is
+till Mar 6 for the paperwork."; "Movers booked for 3 October." … "Movers called, they can only do 10
+Oct now." Reported speech is a guard: "Tom said the deadline is June 27" is
 hearsay, and the rules change nothing on it. But a value is often passed on from the one who sets
 it: the accountant's office for the accountant's deadline, the landlord for the rent. This reading
-takes the words after "says" as the statement when:
+takes the words after "says" (or after "called,", "texted,", "rang,": what the one who got in touch
+said) as the statement when:
 
 - the one who says it is named in the earlier memory (a word of theirs, or of its stem:
   "accounting office" and "Accountant needs …"): the source of the value, not a bystander;
@@ -31,6 +33,12 @@ from kaibo_core.core.text import analyze
 _RELAY: Final = re.compile(
     r"^(?P<who>(?:[\w'’.&-]+\s+){0,5}?[\w'’.&-]+)\s+(?:says|said|confirmed|confirms|tells\s+us|told\s+us"
     r"|wrote|emailed|let\s+us\s+know)\s+(?:that\s+)?(?P<what>\S.*)$",
+    re.IGNORECASE,
+)
+#: Someone who got in touch, then what they said: "Movers called, they can only do 10 Oct now".
+_CONTACTED: Final = re.compile(
+    r"^(?P<who>(?:[\w'’.&-]+\s+){0,4}?[\w'’.&-]+)\s+(?:just\s+)?(?:called|rang|phoned|texted|emailed|messaged"
+    r"|wrote|got\s+back\s+to\s+(?:us|me))(?:\s+(?:back|again|me|us))?\s*[,:;—–-]\s*(?P<what>\S.*)$",
     re.IGNORECASE,
 )
 #: Words that doubt what is passed on: hearsay, not the source's word.
@@ -64,7 +72,7 @@ def relayed_value(statement: Statement, message: str) -> Relayed | None:
     """The statement read as a value passed on by someone (see the module docstring), or None."""
     if statement.question or statement.hedged or statement.negated or _DOUBT.search(message):
         return None
-    match = _RELAY.match(statement.core)
+    match = (_RELAY.match(statement.core) if statement.reported else None) or _CONTACTED.match(statement.core)
     if match is None:
         return None
     who = match.group("who")

@@ -203,7 +203,7 @@ class RuleStructurer:
                 or gives_new_contact(statement.text, statement.text)
                 or relays_own_choice(statement)
                 or renews_kept_choice(statement)
-                or (statement.reported and relayed_value(statement, plan.message) is not None)
+                or relayed_value(statement, plan.message) is not None
                 or gives_new_name(statement.text)
             )
             links = self._restated(event, statement, today, search, plan) if plain else ()
@@ -299,10 +299,10 @@ class RuleStructurer:
             return ()
         if additive(statement) or not statement.parseable:
             return ()
+        passed_on = self._relayed(event, statement, today, search, plan)
+        if passed_on:
+            return passed_on
         if statement.guarded:
-            passed_on = self._relayed(event, statement, today, search, plan)
-            if passed_on:
-                return passed_on
             if not relays_own_choice(statement):
                 return ()
             candidates = [c for c in search(_search_text(statement)) if c.memory_id not in plan.linked]
@@ -342,7 +342,7 @@ class RuleStructurer:
     ) -> tuple[Link, ...]:
         """Links for a reported statement that passes a value on from its source (``relayed``): the
         cued reading of what they said, among the memories that name them."""
-        relayed = relayed_value(statement, plan.message) if statement.reported else None
+        relayed = relayed_value(statement, plan.message)
         if relayed is None:
             return ()
         said = relayed.said
