@@ -225,6 +225,9 @@ def test_only_memories_of_the_same_stream_are_retired() -> None:
         ("Dr. Lindqvist is opening a new satellite clinic.", False),  # a new thing, not a new value
         ("Brightlane agreed to push the renewal to June 15.", True),  # pushed to, said in the present
         ("Please push your branch before the review.", False),  # push without a "to": no move
+        ("Freeze is delayed till Friday EOD.", True),
+        ("The board review is postponed to May 3.", True),
+        ("UA 418 delayed to infinity.", False),  # delayed, with no new time: a flight's number is no value
     ],
 )
 def test_a_change_cue_is_a_word_that_says_a_value_changed(text: str, cue: bool) -> None:

@@ -51,6 +51,7 @@ from kaibo_core.core.text import analyze
 CUE: Final = re.compile(
     r"\b(now|instead|any ?more|no longer|from now on|going forward|from (?:today|monday|next week)|"
     r"as of|starting|effective|from here(?: on)?|moved|moving|pushed|bumped|slipp(?:ed|ing)|slips|"
+    r"postponed|deferred|brought forward|put back|delayed (?:till|until)|"
     r"shifted|switched|switching|changed|changing|rescheduled|replaced|replacing|"
     r"(?<!\ba )(?<!another )new|updated|correction|actually|scratch that|after all|took over|taking over|"
     r"takes over|handed (?:over|off)|reassigned|rebranded|renamed|these days|rais(?:ed|ing)|lowered|"
