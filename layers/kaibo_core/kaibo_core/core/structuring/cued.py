@@ -583,7 +583,7 @@ def _shared_with(
     # and "#ops-firefighting"; a message's heading names its subject too ("Northfield Paper: new rep
     # for our account is …"), though the guards above read the message without it
     heading = speaker if speaker and not old_speaker else ""
-    told = _message_terms(update.message)[1] | frozenset(analyze(heading or ""))
+    told = _message_terms(update.message)[1] | frozenset(analyze(heading))
     return (_subject_words(old_text, old) | _code_words(old)) & told | _same_label(old, new)
 
 

@@ -84,7 +84,7 @@ def relayed_value(statement: Statement, message: str) -> Relayed | None:
     return Relayed(source, name, said)
 
 
-def from_source(relayed: Relayed, candidates: Iterable[CandidateMemory]) -> list[CandidateMemory]:
+def naming_source(relayed: Relayed, candidates: Iterable[CandidateMemory]) -> list[CandidateMemory]:
     """The candidates that name the one who passed the value on: every word of their name, or a
     word of what they are ("the accountant's office"; "Tomas Ferreira" is not "Tomas Reyes")."""
     return [candidate for candidate in candidates if _names(relayed, frozenset(analyze(candidate.content)))]

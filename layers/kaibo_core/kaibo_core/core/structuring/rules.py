@@ -57,7 +57,7 @@ from kaibo_core.core.structuring.procedures import (
     rerouted_candidates,
 )
 from kaibo_core.core.structuring.reassigned import hands_over, reassigned_candidates
-from kaibo_core.core.structuring.relayed import from_source, relayed_value
+from kaibo_core.core.structuring.relayed import naming_source, relayed_value
 from kaibo_core.core.structuring.relocated import puts_somewhere, relocated_candidates
 from kaibo_core.core.structuring.renamed import gives_new_name, renamed_candidates
 from kaibo_core.core.structuring.restated import (
@@ -340,8 +340,9 @@ class RuleStructurer:
     def _relayed(
         self, event: EventToStructure, statement: Statement, today: date, search: CandidateSearch, plan: _Plan
     ) -> tuple[Link, ...]:
-        """Links for a reported statement that passes a value on from its source (``relayed``): the
-        cued reading of what they said, among the memories that name them."""
+        """Links for a statement that passes a value on from its source, said ("Deb at the
+        accountant's office says …") or brought by someone who got in touch ("Okafor emailed back —
+        …"; ``relayed``): the cued reading of what they said, among the memories that name them."""
         relayed = relayed_value(statement, plan.message)
         if relayed is None:
             return ()
@@ -352,14 +353,13 @@ class RuleStructurer:
         valued = [clause for clause in clauses(resolve_dates(said.text, today).text) if has_value(clause)]
         if not valued:
             return ()
-        text = ", ".join(
-            valued
-        )  # "they're swamped anyway, receipts can come as late as March 13": the value's
+        # "they're swamped anyway, receipts can come as late as March 13": the clause with the value
+        text = ", ".join(valued)
         candidates = [c for c in search(statement.text) if c.memory_id not in plan.linked]
         found = cued_candidates(
             text,
             plan.message,
-            from_source(relayed, candidates),
+            naming_source(relayed, candidates),
             speaker=said.speaker,
             stream=event.stream,
             meaning=self._meaning,
