@@ -754,14 +754,14 @@ def _value_replaced(change: Change, candidate: CandidateMemory) -> bool:
 def _says_all_of(subject: str | None, content_terms: frozenset[str]) -> bool:
     """The memory says every word of the cancelled thing, and it has two or more."""
     terms = key_terms(subject or "")
-    return len(terms) >= 2 and all(_said(term, content_terms) for term in terms)
+    return len(terms) >= 2 and all(said_by_stem(term, content_terms) for term in terms)
 
 
 #: Letters two stems of one word share at the least ("inspect" of "inspection", "inspector").
 _MIN_SHARED_STEM: Final = 5
 
 
-def _said(term: str, content_terms: frozenset[str]) -> bool:
+def said_by_stem(term: str, content_terms: frozenset[str]) -> bool:
     """``term`` is among ``content_terms``, or a word of the same stem is ("the Redbank inspection"
     and "with the fire inspector")."""
     if term in content_terms:

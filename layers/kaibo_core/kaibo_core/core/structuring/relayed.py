@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from kaibo_core.core.structuring.changes import said_by_stem
 from kaibo_core.core.structuring.drafts import CandidateMemory
 from kaibo_core.core.structuring.statements import Statement, prepare
 from kaibo_core.core.text import analyze
@@ -54,8 +55,6 @@ _NOBODY: Final = frozenset(
     )
 )
 _CAPITALIZED: Final = re.compile(r"\b[A-Z][\w'’-]*")
-#: Letters two stems of one word share at the least ("accounting" and "accountant").
-_MIN_STEM: Final = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,14 +90,6 @@ def naming_source(relayed: Relayed, candidates: Iterable[CandidateMemory]) -> li
 
 
 def _names(relayed: Relayed, terms: frozenset[str]) -> bool:
-    if relayed.name and all(_said(term, terms) for term in relayed.name):
+    if relayed.name and all(said_by_stem(term, terms) for term in relayed.name):
         return True
-    return any(_said(term, terms) for term in relayed.source - relayed.name)
-
-
-def _said(term: str, terms: frozenset[str]) -> bool:
-    if term in terms:
-        return True
-    return len(term) >= _MIN_STEM and any(
-        len(other) >= _MIN_STEM and (other[:_MIN_STEM] == term[:_MIN_STEM]) for other in terms
-    )
+    return any(said_by_stem(term, terms) for term in relayed.source - relayed.name)
