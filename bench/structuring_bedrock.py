@@ -6,7 +6,7 @@ Run from the repository root (``make bench-structuring-bedrock``; docs/structuri
 
     AWS_PROFILE=… AWS_REGION=us-east-1 KAIBO_BEDROCK_MODEL_ID=<model or inference profile id> \\
         PYTHONPATH=.:local .venv/bin/python bench/structuring_bedrock.py \\
-        [--sets heldout,heldout2,heldout3,heldout4,heldout5] [--limit N] \\
+        [--sets heldout,heldout2,heldout3,heldout4,heldout5,heldout6] [--limit N] \\
         [--price-input USD --price-output USD]
 
 Every scenario runs once, in a project holding the LoCoMo background (when ``../shared/eval/`` is
@@ -39,6 +39,7 @@ from bench.structuring_eval import (
     HELDOUT3_PATH,
     HELDOUT4_PATH,
     HELDOUT5_PATH,
+    HELDOUT6_PATH,
     HELDOUT_PATH,
     SCENARIOS_PATH,
     CpuSamples,
@@ -58,6 +59,7 @@ SETS: Final[dict[str, Path]] = {
     "heldout3": HELDOUT3_PATH,
     "heldout4": HELDOUT4_PATH,
     "heldout5": HELDOUT5_PATH,
+    "heldout6": HELDOUT6_PATH,
     "tuning": ROOT / "tests" / "data" / "structuring_tuning.json",
     "tuning_blind": ROOT / "tests" / "data" / "structuring_tuning_blind.json",
     "tuning_blind2": ROOT / "tests" / "data" / "structuring_tuning_blind2.json",
@@ -67,7 +69,7 @@ SETS: Final[dict[str, Path]] = {
     "tuning_distractors2": ROOT / "tests" / "data" / "structuring_tuning_distractors2.json",
     "tuning_distractors3": ROOT / "tests" / "data" / "structuring_tuning_distractors3.json",
 }
-HELD_OUT: Final = frozenset({"heldout", "heldout2", "heldout3", "heldout4", "heldout5"})
+HELD_OUT: Final = frozenset({"heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6"})
 #: Exit status when the run cannot start (no model id, no credentials): nothing was sent.
 CANNOT_START: Final = 2
 
@@ -166,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model-id", default=os.environ.get("KAIBO_BEDROCK_MODEL_ID"), help="model id")
     parser.add_argument(
         "--sets",
-        default="heldout,heldout2,heldout3,heldout4,heldout5",
+        default="heldout,heldout2,heldout3,heldout4,heldout5,heldout6",
         help=f"comma-separated, of {', '.join(SETS)} (default: %(default)s)",
     )
     parser.add_argument("--limit", type=int, default=None, help="the first N scenarios of each set (a trial)")

@@ -122,6 +122,10 @@ HELDOUT4_PATH: Final = ROOT / "tests" / "data" / "structuring_heldout4.json"
 #: helpers, workplaces and personal life, asked for updates told without change words): measured on
 #: session 25's code and at the end of session 26.
 HELDOUT5_PATH: Final = ROOT / "tests" / "data" / "structuring_heldout5.json"
+#: A sixth, written the same way at the start of session 28 before any change of that session (two
+#: helpers: organisations that are no software companies, and a person's life told to their assistant):
+#: measured on session 27's code and at the end of session 28.
+HELDOUT6_PATH: Final = ROOT / "tests" / "data" / "structuring_heldout6.json"
 RECALL_BUDGET: Final = 300
 DEFAULT_STREAM: Final = "s"
 #: The issue's targets on the scenario set.
@@ -1635,6 +1639,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("heldOut3", HELDOUT3_PATH, "third held-out set"),
         ("heldOut4", HELDOUT4_PATH, "fourth held-out set"),
         ("heldOut5", HELDOUT5_PATH, "fifth held-out set"),
+        ("heldOut6", HELDOUT6_PATH, "sixth held-out set"),
     ):
         if args.scenarios is None and path.is_file():
             results[key] = section_scenarios(out, CpuSamples(), data_path, path, held_out=True)
