@@ -105,6 +105,27 @@ def test_one_shared_word_is_enough_only_with_a_cue_and_where_both_name_their_sub
     )  # not what it names first
 
 
+@pytest.mark.parametrize(
+    "message",
+    [
+        "He'll come to fix the shower on Thursday instead.",
+        "Plumber texted, he's stuck on a job. He'll come to fix the shower on Thursday instead.",
+    ],
+)
+def test_a_pronoun_with_a_contracted_verb_is_no_word_of_the_subject(message: str) -> None:
+    # Read as a name, "He'll" was a subject of its own the plumber's visit never names.
+    assert linked(message, "Plumber is coming to fix the shower on Tuesday.") == ["mem_0"]
+
+
+def test_a_statement_opening_with_a_pronoun_names_its_subject_in_its_message_s_first_sentence() -> None:
+    earlier = "Plumber is coming on June 3 between 8 and 10 to look at the dripping shower valve."
+    update = "He'll come Thursday morning instead, same window."
+    assert linked(f"Plumber just texted, he's stuck on an emergency job across town. {update}", earlier)
+    assert not linked(update, earlier)  # one word in common, and nothing says whose it is
+    assert not linked(f"Electrician just texted, he's stuck on a job. {update}", earlier)
+    assert not linked(f"Dana called about the plumber. {update}", earlier)  # Dana is the subject
+
+
 def test_a_value_of_another_kind_retires_nothing() -> None:
     assert not cued("Evidence upload cutoff is now 3 files per team.", "Evidence upload cutoff is May 1.")
     assert cued("Evidence upload cutoff is now May 8.", "Evidence upload cutoff is May 1.")

@@ -45,6 +45,7 @@ from kaibo_core.core.structuring.restated import (
     read,
     settle_openings,
 )
+from kaibo_core.core.structuring.statements import split_statements
 from kaibo_core.core.text import analyze
 
 #: Words that say a value changed, and a delay ("isn't due till May 15").
@@ -560,9 +561,27 @@ def _named_enough(shared: frozenset[str], cued: bool, update: _Update, old_text:
 
 def _named_by(shared: frozenset[str], update: _Update, old_text: str) -> bool:
     """Both statements name their subject with the ``shared`` word: the first topic word of each
-    (``_leads``), or the later one's first word (``_opens_with``)."""
+    (``_leads``), or the later one's first word (``_opens_with``), or, for a statement that opens
+    with a pronoun, the first word of its message's first sentence ("Plumber just texted, he's
+    stuck on a job. He'll come Thursday morning instead")."""
     old = read(old_text)
-    return shared <= _leads(update.reading, old) or shared <= _opens_with(update.text, old_text, old)
+    if shared <= _leads(update.reading, old) or shared <= _opens_with(update.text, old_text, old):
+        return True
+    antecedent = _antecedent(update)
+    return antecedent is not None and shared <= _opens_with(antecedent, old_text, old)
+
+
+#: A statement opening with a pronoun: its subject is named before it.
+_PRONOUN_OPENING: Final = re.compile(r"\s*(?:he|she|they|it)\b", re.IGNORECASE)
+
+
+def _antecedent(update: _Update) -> str | None:
+    """The sentence a statement that opens with a pronoun takes its subject from: the first of its
+    message, when that is another."""
+    if not _PRONOUN_OPENING.match(update.text):
+        return None
+    first = split_statements(update.message).statements[0].text
+    return None if first == update.text else first
 
 
 def _shared_with(

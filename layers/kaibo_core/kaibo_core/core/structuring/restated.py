@@ -111,7 +111,14 @@ _OPENERS: Final = (
     "september october november december scratch sorry heads up reminder going starting from as "
     "of effective"
 )
-NOT_NAMES: Final = frozenset(_OPENERS.split())
+#: A pronoun with a verb contracted onto it is no name either ("He'll come Thursday instead").
+_CONTRACTED: Final = tuple(
+    f"{pronoun}{apostrophe}{verb}"
+    for pronoun in ["i", "you", "he", "she", "it", "we", "they", "that", "there", "who", "what"]
+    for apostrophe in "'’"
+    for verb in ("ll", "d", "s", "re", "ve", "m")
+)
+NOT_NAMES: Final = frozenset((*_OPENERS.split(), *_CONTRACTED))
 #: Words that say *that* something changed, not *what* it is about: no part of the topic.
 _CUE_WORDS: Final = frozenset(
     analyze(
