@@ -31,6 +31,7 @@ from kaibo_core.core.models.recall import AbstainReason, RecallAnswer, RecallCan
 from kaibo_core.core.provisional import provisional_memory_id
 from kaibo_core.core.ranking import DEFAULT_PARAMS, Bm25Params
 from kaibo_core.core.recall.answer_slots import asked_kinds, holds_value_of, kind_words
+from kaibo_core.core.recall.asked_back import answers_before_questions
 from kaibo_core.core.recall.conflicts import without_outdated
 from kaibo_core.core.recall.context import ContextParams, Location, context_scores, neighbour_locations
 from kaibo_core.core.recall.packing import pack
@@ -248,6 +249,9 @@ class RecallService:
                     placements = {r.memory_id: found[r.memory_id].semantic for r in kept}
                     alike = memories_alike(placements, self._semantic.version)
                 kept, older_than = newer_first(kept, query.question, weights, params.recency, alike)
+        # A memory that only asks ("Did Mia's flight land on time?") is no answer: the best memory
+        # below it about the same thing comes first (core/recall/asked_back.py).
+        kept = answers_before_questions(kept, weights)
         chosen = smallest_set(kept, weights, params.selection) if params.strategy == "smallest" else kept
         stats.selected = len(chosen)
         packing = pack([(r.memory_id, r.text) for r in chosen], terms, weights, query.budget)
