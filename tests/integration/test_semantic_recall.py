@@ -125,6 +125,24 @@ def test_given_a_value_restated_in_other_words_then_the_deployed_structurer_reti
     assert [get_memory(project, m).body["status"] for m in retired] == [status]
 
 
+@pytest.mark.parametrize(("env", "status"), [("semantic_env", "superseded"), ("handler_env", "active")])
+def test_given_a_time_restated_beside_a_contracted_pronoun_then_only_the_model_retires_it(
+    env: str, status: str, request: pytest.FixtureRequest
+) -> None:
+    # "I'll" is no name (session 28): the earlier statement changes one value, its time, and the
+    # model finds the two close; read as a name, "I'll" made it two values changed, two subjects.
+    project = new_project()
+    old, _ = remember_structured(
+        request.getfixturevalue(env),
+        project,
+        "family",
+        "Mia's flight lands at 6:40pm on Saturday, I'll pick her up.",
+        "Checked the itinerary again, Mia gets in at 8:40pm Saturday. Terminal 2.",
+    )
+    retired = memory_ids_of(project, old)[1:]
+    assert [get_memory(project, m).body["status"] for m in retired] == [status]
+
+
 def test_given_an_update_nothing_linked_then_by_meaning_it_answers_first_and_the_old_is_marked(
     semantic_env: Any,
 ) -> None:
@@ -133,7 +151,8 @@ def test_given_an_update_nothing_linked_then_by_meaning_it_answers_first_and_the
     # first, and the earlier one is cited as older. (Said as a correction, "Misread the itinerary,
     # …", the structurer now links the two: docs/structuring-rules.md, "Corrected".)
     project = new_project()
-    old_text = "Mia's flight lands at 6:40pm on Saturday, I'll pick her up."
+    # (Dana, a name the update drops, keeps the structurer from linking them even by meaning.)
+    old_text = "Mia's flight lands at 6:40pm on Saturday, Dana will pick her up."
     new_text = "Checked the itinerary again, Mia gets in at 8:40pm Saturday. Terminal 2."
     remember_structured(semantic_env, project, "family", old_text, new_text)
     reply = recall(project, {"question": "When does Mia's flight land?", "budget": 300})
