@@ -108,37 +108,25 @@ def test_given_a_placed_memory_forgotten_and_purged_then_no_vector_of_it_is_left
     assert cell_postings(semantic_env, kept_ids)  # the other memory keeps its place
 
 
+@pytest.mark.parametrize(
+    ("old_text", "new_text"),
+    [
+        # #15 with the model on: the structure function's rules read "the same subject" by meaning too.
+        ("The marketing budget for Q3 is $40,000.", "Q3 spend on marketing is capped at $55,000."),
+        # "I'll" is no name (session 28): one value changed, its time, and the model finds the two
+        # close; read as a name, "I'll" made it two values changed, two subjects.
+        (
+            "Mia's flight lands at 6:40pm on Saturday, I'll pick her up.",
+            "Checked the itinerary again, Mia gets in at 8:40pm Saturday. Terminal 2.",
+        ),
+    ],
+)
 @pytest.mark.parametrize(("env", "status"), [("semantic_env", "superseded"), ("handler_env", "active")])
 def test_given_a_value_restated_in_other_words_then_the_deployed_structurer_retires_it_only_with_the_model(
-    env: str, status: str, request: pytest.FixtureRequest
+    old_text: str, new_text: str, env: str, status: str, request: pytest.FixtureRequest
 ) -> None:
-    # #15 with the model on: the structure function's rules read "the same subject" by meaning too.
     project = new_project()
-    old, _ = remember_structured(
-        request.getfixturevalue(env),
-        project,
-        "chat",
-        "The marketing budget for Q3 is $40,000.",
-        "Q3 spend on marketing is capped at $55,000.",
-    )
-    retired = memory_ids_of(project, old)[1:]
-    assert [get_memory(project, m).body["status"] for m in retired] == [status]
-
-
-@pytest.mark.parametrize(("env", "status"), [("semantic_env", "superseded"), ("handler_env", "active")])
-def test_given_a_time_restated_beside_a_contracted_pronoun_then_only_the_model_retires_it(
-    env: str, status: str, request: pytest.FixtureRequest
-) -> None:
-    # "I'll" is no name (session 28): the earlier statement changes one value, its time, and the
-    # model finds the two close; read as a name, "I'll" made it two values changed, two subjects.
-    project = new_project()
-    old, _ = remember_structured(
-        request.getfixturevalue(env),
-        project,
-        "family",
-        "Mia's flight lands at 6:40pm on Saturday, I'll pick her up.",
-        "Checked the itinerary again, Mia gets in at 8:40pm Saturday. Terminal 2.",
-    )
+    old, _ = remember_structured(request.getfixturevalue(env), project, "chat", old_text, new_text)
     retired = memory_ids_of(project, old)[1:]
     assert [get_memory(project, m).body["status"] for m in retired] == [status]
 

@@ -45,14 +45,14 @@ def answers_before_questions(ranked: Sequence[Ranked], weights: Mapping[str, flo
         if not only_asks(asking.text):
             at += 1
             continue
-        held = _weight(asking.terms, weights)
+        floor = ANSWER_SHARE * _weight(asking.terms, weights)
         answer = next(
             (
                 below
                 for below in range(at + 1, checked)
-                if not only_asks(order[below].text)
-                and held > 0.0
-                and _weight(order[below].terms, weights) >= ANSWER_SHARE * held
+                if floor > 0.0
+                and not only_asks(order[below].text)
+                and _weight(order[below].terms, weights) >= floor
             ),
             None,
         )

@@ -580,8 +580,14 @@ def _antecedent(update: _Update) -> str | None:
     message, when that is another."""
     if not _PRONOUN_OPENING.match(update.text):
         return None
-    first = split_statements(update.message).statements[0].text
+    first = _first_sentence(update.message)
     return None if first == update.text else first
+
+
+@lru_cache(maxsize=256)
+def _first_sentence(message: str) -> str:
+    """The first statement of ``message`` (asked once per candidate: split once)."""
+    return split_statements(message).statements[0].text
 
 
 def _shared_with(
