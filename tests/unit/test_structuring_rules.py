@@ -565,6 +565,21 @@ def test_a_first_person_taking_over_is_the_speaker_or_no_rewritten_fact(text: st
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        "Bettina takes over the scanner rollout as of today.",
+        "Bettina takes over the scanner rollout starting Monday.",
+        "Bettina takes over the scanner rollout effective today.",
+    ],
+)
+def test_a_rewritten_fact_names_its_subject_without_when_it_holds_from(text: str) -> None:
+    rollout = candidate("Kofi is leading the warehouse scanner rollout.")
+    drafts = structure(text, rollout)
+    assert links(drafts) == [Link("supersedes", "mem_old")]
+    assert drafts[1].content == "The scanner rollout is assigned to Bettina."  # not "… rollout as of today …"
+
+
+@pytest.mark.parametrize(
     ("text", "fact"),
     [
         ("Sprint demo got bumped to Thursday, 4pm.", "Sprint demo is on Thursday (June 4, 2026), 4pm."),

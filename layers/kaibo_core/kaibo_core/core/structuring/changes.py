@@ -45,6 +45,7 @@ from kaibo_core.core.structuring.facts import (
     unresolved,
     value_kind_has,
     value_terms,
+    without_qualifier,
 )
 from kaibo_core.core.structuring.restated import clauses, read
 from kaibo_core.core.structuring.statements import Statement
@@ -985,7 +986,7 @@ _POSSESSIVES: Final = frozenset({"his", "her", "their", "your", "its"})
 
 
 def _display_subject(change: Change) -> str:
-    words = change.subject_words.strip()
+    words = without_qualifier(change.subject_words.strip())
     if change.determiner in {"our", "my", "their", "his", "her"}:
         words = f"{change.determiner} {words}"
     elif not any(word[:1].isupper() for word in words.split()) and (

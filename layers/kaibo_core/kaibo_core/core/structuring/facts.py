@@ -236,6 +236,11 @@ def _clean(value: str) -> tuple[str, bool]:
     return cleaned or value.strip(" .!"), cleaned != value.strip(" .!,;:\"'")
 
 
+def without_qualifier(words: str) -> str:
+    """``words`` without a trailing qualifier of when ("the scanner rollout as of today")."""
+    return _clean(words)[0]
+
+
 def _subject(words: str) -> str | None:
     """The subject key of an object, without a trailing qualifier ("the mobile squad now")."""
     return subject_key(_clean(words)[0])
