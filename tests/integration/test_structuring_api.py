@@ -450,3 +450,49 @@ def test_given_a_project_time_zone_then_the_structure_function_resolves_dates_in
     assert job["status"] == "done"
     contents = [get_memory(project, m).body["content"] for m in job["memoryIds"]]
     assert any("June 4, 2026" in c for c in contents), contents  # Tokyo: already June 3 at 23:30Z
+
+
+@pytest.mark.parametrize("kind", ["message", "file"])
+def test_given_an_event_at_the_size_limit_then_it_is_structured_and_nothing_is_lost(
+    handler_env: Any, kind: str
+) -> None:
+    # An event near the 262,144-byte payload limit: its text is on the provisional memory, and the
+    # plan stored beside it must not push that item past DynamoDB's 400 KB.
+    sentence = "The quarterly archive holds report number {n} for the finance team. "
+    text = "".join(sentence.format(n=n) for n in range(3_600))[:250_000]
+    event = (
+        message("big", text)
+        if kind == "message"
+        else {"idempotencyKey": "big", "kind": "file", "payload": {"path": "archive.txt", "content": text}}
+    )
+    project = new_project()
+    reply = remember(project, {"stream": "s", "events": [event]})
+    assert reply.status == 202, reply.body
+
+    outcome = run_structure(
+        handler_env, take_job_messages(handler_env, {reply.body["jobId"]}), as_deployed=True
+    )
+
+    assert outcome == {"batchItemFailures": []}
+    job = get_job(project, reply.body["jobId"]).body
+    assert job["status"] == "done"
+    contents = [get_memory(project, m).body["content"] for m in job["memoryIds"]]
+    assert sum(len(c) for c in contents) >= len(text.strip()) - 1_000  # every statement kept
+    assert contents[-1].endswith(text.strip()[-200:])
+
+
+def test_given_a_replayed_key_after_structuring_then_its_memory_is_shown_as_it_is_now(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    body = {"stream": "s", "events": [message("k1", "The release target is July 13")]}
+    first = remember(project, body)
+    assert first.body["memories"][0]["status"] == "provisional"
+    run_structure(handler_env, take_job_messages(handler_env, {first.body["jobId"]}), as_deployed=True)
+
+    replay = remember(project, body)
+
+    assert replay.body["events"][0]["replayed"] is True
+    (shown,) = replay.body["memories"]
+    assert shown["id"] == first.body["memories"][0]["id"]
+    assert shown["status"] == get_memory(project, shown["id"]).body["status"] == "replaced"

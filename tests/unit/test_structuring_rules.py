@@ -565,6 +565,23 @@ def test_a_first_person_taking_over_is_the_speaker_or_no_rewritten_fact(text: st
 
 
 @pytest.mark.parametrize(
+    ("old", "new", "linked"),
+    [
+        ("Standup is at 9:30.", "Proposal: standup moves to 10:00.", False),
+        ("Standup is at 9:30.", "Idea: standup at 9:45.", False),
+        ("Standup is at 9:30.", "Standup moved to 10:00, if anyone asks.", True),
+        ("Standup is at 9:30.", "If anyone asks, standup is at 10:00 now.", True),
+        ("Proposal review is on Tuesday.", "Proposal review moved to Thursday.", True),
+        ("The insurance claim deadline is May 3.", "The insurance claim deadline moved to May 10.", True),
+    ],
+)
+def test_what_is_put_forward_retires_nothing_and_the_words_alike_do_not_stop_a_change(
+    old: str, new: str, linked: bool
+) -> None:
+    assert links(structure(new, candidate(old))) == ([Link("supersedes", "mem_old")] if linked else [])
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "Bettina takes over the scanner rollout as of today.",

@@ -303,6 +303,57 @@ def test_a_recommendation_as_the_value_and_words_alike_are_not_tentative(text: s
     assert not prepare(text).hedged
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Proposal: standup moves to 10:00.",
+        "Idea: standup at 9:45.",
+        "Suggestion - move the retro to Fridays.",
+        "What if: the offsite in Porto.",
+    ],
+)
+def test_a_label_that_puts_something_forward_is_tentative_and_no_speaker(text: str) -> None:
+    statements = split_statements(text).statements
+    assert [s.speaker for s in statements] == [None]
+    assert statements[0].hedged
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Proposal review moved to Thursday.",
+        "The grant proposal is due on May 3.",
+        "The insurance claim deadline moved to May 10.",
+        "Standup moved to 10:00, if anyone asks.",
+        "If anyone asks, standup is at 10:00 now.",
+        "Standup is at 10:00 now, in case you missed it.",
+        "Rent goes up to $1,900 in June, if that helps with the budget.",
+    ],
+)
+def test_a_proposal_or_claim_named_and_a_condition_on_telling_are_no_guards(text: str) -> None:
+    assert not prepare(text).guarded
+
+
+@pytest.mark.parametrize(
+    ("text", "flag"),
+    [
+        ("My proposal is to move standup to 10:00.", "hedged"),
+        ("Standup moves to 10:00 if the client agrees.", "hedged"),
+        ("If you can't make it, standup moves to 10:00.", "hedged"),
+        ("If you need to reschedule, Friday at 3 works.", "hedged"),  # an offer
+        ("Bob claims the claim deadline moved to May 10.", "reported"),
+        ("Someone on the forum claims everyone switched to GitHub Actions.", "reported"),
+        ("They claim the venue is booked.", "reported"),
+        ("Dana's claim is that the launch moved to May 5.", "reported"),
+        ("There's a claim that standup moved to 10:00.", "reported"),
+        ("They claimed the venue is booked.", "reported"),
+        ("Dana asks if standup moved to 10:00.", "reported"),
+    ],
+)
+def test_a_proposal_a_condition_on_what_is_told_and_a_claim_still_guard(text: str, flag: str) -> None:
+    assert getattr(prepare(text), flag)
+
+
 def test_a_remark_that_nothing_is_decided_makes_its_whole_message_tentative() -> None:
     undecided = split_statements(
         "Leo wants three-week sprints on Atlas from Q3. Still under discussion, nothing agreed."

@@ -295,8 +295,9 @@ class StructuringService:
         )
         drafts = self._structurer.structure(to_structure, lambda q: self._finder.search(project, q, own))
         drafts = drafts[:MAX_DRAFTS_PER_EVENT] or [_whole_text_draft(to_structure)]
-        outcome, plan = self._memories.claim_plan(project, provisional.id, encode_plan(drafts))
-        return None if outcome == "refused" or plan is None else decode_plan(plan)
+        text = provisional.content
+        outcome, plan = self._memories.claim_plan(project, provisional.id, encode_plan(drafts, text))
+        return None if outcome == "refused" or plan is None else decode_plan(plan, text)
 
     def _apply(
         self,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from kaibo_core.core.models.memories import MemoryRecord
 from kaibo_core.core.structuring.drafts import Link, MemoryDraft
@@ -39,12 +39,19 @@ def require_staged(memory: MemoryRecord) -> MemoryRecord:
     return memory
 
 
-def encode_plan(drafts: Sequence[MemoryDraft]) -> str:
+#: A draft's content at least this long that is a piece of the event's text is stored as where it is
+#: in that text, not again: the plan is stored on the provisional memory, beside the text, and an
+#: event near the payload limit would otherwise take that item past DynamoDB's 400 KB.
+MIN_SPAN_CHARS: Final = 64
+
+
+def encode_plan(drafts: Sequence[MemoryDraft], text: str) -> str:
+    """The plan as stored; ``text`` is the event's (the provisional memory's content)."""
     return json.dumps(
         [
             {
                 "type": d.type,
-                "content": d.content,
+                **_content(d.content, text),
                 "validFrom": d.valid_from,
                 "confidence": d.confidence,
                 "subject": d.subject,
@@ -57,12 +64,18 @@ def encode_plan(drafts: Sequence[MemoryDraft]) -> str:
     )
 
 
-def decode_plan(text: str) -> list[MemoryDraft]:
-    data: list[dict[str, Any]] = json.loads(text)
+def _content(content: str, text: str) -> dict[str, Any]:
+    start = text.find(content) if len(content) >= MIN_SPAN_CHARS else -1
+    return {"content": content} if start < 0 else {"span": [start, start + len(content)]}
+
+
+def decode_plan(plan: str, text: str) -> list[MemoryDraft]:
+    """The drafts of a stored plan (``text``: the event's, which its spans point into)."""
+    data: list[dict[str, Any]] = json.loads(plan)
     return [
         MemoryDraft(
             type=d["type"],
-            content=d["content"],
+            content=d["content"] if "span" not in d else text[d["span"][0] : d["span"][1]],
             valid_from=d["validFrom"],
             confidence=float(d["confidence"]),
             subject=d.get("subject"),

@@ -25,6 +25,33 @@ MAX_PARSED_CHARS: Final = 400
 #: A word of a name: letters, with a dot, an apostrophe or a hyphen inside ("Mary-Jo", "O'Neil",
 #: "Dr."); no digit: "BUG-2210: CSV export drops rows …" is a ticket's label, not its author.
 _NAME_WORD = r"[A-Z][^\W\d_]{0,30}(?:[.'’-][^\W\d_]{0,30}){0,3}"
+#: Labels that put forward what follows ("Idea: standup at 9:45."): not said by anyone, not decided.
+_HEDGE_LABELS: Final = (
+    "proposal",
+    "proposed",
+    "idea",
+    "ideas",
+    "suggestion",
+    "suggestions",
+    "option",
+    "options",
+    "thought",
+    "thoughts",
+    "rumor",
+    "rumour",
+    "draft",
+    "hypothetical",
+    "hypothetically",
+    "maybe",
+    "tentative",
+    "tentatively",
+    "brainstorm",
+    "pitch",
+    "wishlist",
+    "what if",
+    "plan b",
+)
+_HEDGE_LABEL: Final = re.compile(rf"^(?:{'|'.join(_HEDGE_LABELS)})\s*[:\-–]\s+", re.IGNORECASE)
 _SPEAKER: Final = re.compile(rf"^(?P<name>{_NAME_WORD}(?: {_NAME_WORD}){{0,2}}):[ \t]+(?=\S)")
 _NOT_SPEAKERS: Final = frozenset(
     [
@@ -63,6 +90,7 @@ _NOT_SPEAKERS: Final = frozenset(
         "results",
         "q",
         "a",
+        *_HEDGE_LABELS,
     ]
 )
 _LABEL: Final = re.compile(
@@ -98,7 +126,9 @@ _QUESTION_START: Final = re.compile(
 _HEDGE: Final = re.compile(
     r"\b(?:if|unless|whether|might|could|would|should|maybe|perhaps|possibly|probably|suppose"
     r"|supposing|hypothetically|consider(?:ing|ed)?|thinking about|think about|wonder(?:ing|ed)?|in case"
-    r"|what if|proposal|propose[sd]?|proposing|suggest(?:s|ed|ing)?|idea|option|plan b|not sure|unsure"
+    r"|what if|proposal(?!\s+(?:review|deadline|due|meeting|call|presentation|submission|doc|document"
+    r"|template|feedback|session|walkthrough)\b|\s+(?:is|was|are)\s+due\b)"  # a proposal named, not made
+    r"|propose[sd]?|proposing|suggest(?:s|ed|ing)?|idea|option|plan b|not sure|unsure"
     r"|tentative(?:ly)?|rumou?rs?|i think|we think|i guess|depending|float(?:s|ed|ing)|wants? to try"
     r"|(?:we'?ll|will|to|going to) vote|under discussion|up for discussion|tb[cd]|to be (?:decided|confirmed)"
     r"|recommend(?:s|ed)? (?:trying|trialling|trialing|switching|moving|going with|that)|keeps? recommending"
@@ -119,13 +149,21 @@ _MAY_HEDGE: Final = re.compile(
     r"(?<!\d\s)(?<!\dth\s)(?<!\bof\s)(?<!\bin\s)(?<!\bby\s)(?<!\bmid-)"
     r"\b(?:may|May(?=\s+(?i:i|we|you|he|she|they|it|be|have|need)\b))\b(?![\s,.]+\d)"
 )
+#: A condition on telling, not on what is told ("Standup is at 10 now, if anyone asks."; "in case you
+#: missed it"): no hedge.
+_TELLING_CONDITION: Final = re.compile(
+    r"\b(?:if|in\s+case)\s+(?:you|anyone|anybody|someone|somebody|folks|people|y'all)\s+(?:\w+\s+){0,2}?"
+    r"(?:asks?|asked|wonders?|wondered|wondering|missed|miss|forgot|cares?|cared"
+    r"|wants?\s+to\s+know|curious|interested)\b|\bif\s+(?:it|that|this)\s+helps\b",
+    re.IGNORECASE,
+)
 #: An option chosen off a menu ("please get him the plant-based option"), not one put forward ("the
 #: other option is to push it"): no hedge.
 _CHOSEN_OPTION: Final = re.compile(
     r"\bthe\s+(?:[\w-]+\s+){0,2}options?\b(?!\s*(?:is|are|was|would|could|here|:))", re.IGNORECASE
 )
 _REPORTED: Final = re.compile(
-    r"\b(?:said|says|say|told|tells|mention(?:s|ed)?|asked|asks|claim(?:s|ed)?|believes?|thinks"
+    r"\b(?:said|says|say|told|tells|mention(?:s|ed)?|asked|asks|claimed|claims|(?:i|we|they|you)\s+claim|claim\s+(?:is\s+)?that|believes?|thinks"
     r"|heard|hear|according to|reportedly|wants to know|wrote that|emailed that|reckons?|swears?|insists?)\b",
     re.IGNORECASE,
 )
@@ -278,6 +316,7 @@ def prepare(text: str, speaker: str | None = None, numbered: bool = False) -> St
     question = bare.endswith("?") or bool(_QUESTION_START.match(bare) and not core.endswith((".", "!")))
     main = _DASH_REMARK.split(core, maxsplit=1)[0]  # "… is Sofia — Tom can't travel": the reason's "can't"
     negated = not _CHANGE_NEGATION.search(core) and _negated(main)
+    told = _TELLING_CONDITION.sub(" ", core)  # what is told, whoever it is told for
     return Statement(
         text=text.strip(),
         core=bare.rstrip("?").strip() or core,
@@ -286,8 +325,12 @@ def prepare(text: str, speaker: str | None = None, numbered: bool = False) -> St
         correction_cue=filler_cue or label in {"correction", "update"},
         now_cue=bool(_NOW_CUE.search(core)),
         question=question,
-        hedged=bool(_HEDGE.search(_CHOSEN_OPTION.sub(" ", core)) or _MAY_HEDGE.search(core)),
-        reported=bool(_REPORTED.search(core)),
+        hedged=bool(
+            _HEDGE.search(_CHOSEN_OPTION.sub(" ", told))
+            or _MAY_HEDGE.search(core)
+            or _HEDGE_LABEL.match(core)
+        ),
+        reported=bool(_REPORTED.search(told)),
         negated=negated,
         numbered=numbered,
     )
@@ -299,12 +342,18 @@ def split_statements(text: str, limit: int = MAX_STATEMENTS) -> SplitText:
     speaker, head = split_speaker(head.lstrip())
     statements: list[Statement] = []
     blocks = _blocks(head)
+    cursor = 0  # where in ``head`` the statements read so far end
     for index, (block, numbered) in enumerate(blocks):
         pieces = [block] if numbered else _sentences(block)
         for piece_index, piece in enumerate(pieces):
+            first_line = piece.split("\n", 1)[0]
+            found = head.find(first_line, cursor)
             if len(statements) == limit:
+                if found >= 0:  # the rest as it was written: a piece of the text, not a rewrite of it
+                    return SplitText(_undecided(statements), (head[found:] + tail).strip())
                 rest = [*pieces[piece_index:], *(line for line, _ in blocks[index + 1 :])]
                 return SplitText(_undecided(statements), "\n".join([*rest, tail.strip()]).strip())
+            cursor = cursor if found < 0 else found + len(first_line)
             statements.append(prepare(piece, speaker, numbered))
     return SplitText(_undecided(statements), tail.strip())
 
