@@ -7,7 +7,14 @@ from typing import Any
 import pytest
 
 from kaibo_core.core.storage_keys import api_key_key
-from tests.integration.api import ADMIN_CONTEXT, FakeLambdaContext, call, handler_module, project_context
+from tests.integration.api import (
+    ADMIN_CONTEXT,
+    FakeLambdaContext,
+    Reply,
+    call,
+    handler_module,
+    project_context,
+)
 
 METHOD_ARN = "arn:aws:execute-api:us-east-1:123456789012:abcdef1234/prod/POST/v1/remember"
 
@@ -17,6 +24,18 @@ def authorize(token: str | None) -> dict[str, Any]:
     if token is not None:
         event["authorizationToken"] = token
     return handler_module("authorizer").lambda_handler(event, FakeLambdaContext())
+
+
+def add_key(project_id: str, body: dict[str, Any]) -> Reply:
+    return call(
+        "admin",
+        "POST",
+        f"/v1/admin/projects/{project_id}/keys",
+        resource="/v1/admin/projects/{project_id}/keys",
+        path_parameters={"project_id": project_id},
+        body=body,
+        context=ADMIN_CONTEXT,
+    )
 
 
 def create_project(name: str = "demo") -> dict[str, Any]:
@@ -91,32 +110,24 @@ def test_given_the_admin_key_then_only_admin_routes_are_allowed(handler_env) -> 
 
 def test_given_a_project_when_adding_a_read_key_then_it_has_only_read(handler_env) -> None:
     created = create_project()
-    reply = call(
-        "admin",
-        "POST",
-        f"/v1/admin/projects/{created['projectId']}/keys",
-        resource="/v1/admin/projects/{project_id}/keys",
-        path_parameters={"project_id": created["projectId"]},
-        body={"scopes": ["read"]},
-        context=ADMIN_CONTEXT,
-    )
+    reply = add_key(created["projectId"], {"scopes": ["read"]})
     assert reply.status == 201, reply.body
     policy = authorize(f"Bearer {reply.body['apiKey']}")
     assert policy["context"]["scopes"] == "read"
     assert policy["context"]["projectId"] == created["projectId"]
 
 
+def test_given_no_scopes_when_adding_a_key_then_it_reads_and_writes_but_cannot_erase(handler_env) -> None:
+    created = create_project()
+    reply = add_key(created["projectId"], {})
+    assert reply.status == 201, reply.body
+    assert reply.body["scopes"] == ["read", "write"]
+    assert authorize(f"Bearer {reply.body['apiKey']}")["context"]["scopes"] == "read write"
+
+
 def test_given_an_unknown_project_when_adding_a_key_then_404_and_no_key_stored(handler_env) -> None:
     missing = "prj_" + "0" * 26
-    reply = call(
-        "admin",
-        "POST",
-        f"/v1/admin/projects/{missing}/keys",
-        resource="/v1/admin/projects/{project_id}/keys",
-        path_parameters={"project_id": missing},
-        body={"scopes": ["read"]},
-        context=ADMIN_CONTEXT,
-    )
+    reply = add_key(missing, {"scopes": ["read"]})
     assert reply.status == 404
     assert reply.body["error"]["code"] == "project_not_found"
 
@@ -129,13 +140,5 @@ def test_given_a_project_key_on_an_admin_route_then_403(handler_env) -> None:
 
 def test_given_an_unknown_scope_then_422(handler_env) -> None:
     created = create_project()
-    reply = call(
-        "admin",
-        "POST",
-        f"/v1/admin/projects/{created['projectId']}/keys",
-        resource="/v1/admin/projects/{project_id}/keys",
-        path_parameters={"project_id": created["projectId"]},
-        body={"scopes": ["root"]},
-        context=ADMIN_CONTEXT,
-    )
+    reply = add_key(created["projectId"], {"scopes": ["root"]})
     assert reply.status == 422

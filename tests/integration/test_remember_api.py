@@ -106,7 +106,7 @@ def test_given_events_when_paging_then_next_from_seq_walks_the_whole_stream(hand
 def test_given_another_projects_stream_when_read_then_it_looks_like_no_stream(handler_env) -> None:
     owner, stranger = new_project(), new_project()
     remember(owner, {"stream": "private", "events": [message("k1", "owner's words")]})
-    assert events(stranger, "private").body == {"events": [], "nextFromSeq": None}
+    assert events(stranger, "private").body == {"events": []}
     assert streams(stranger).body["streams"] == []
     # and the stranger's own key "k1" is free
     assert (
@@ -208,6 +208,22 @@ def test_given_bad_input_then_4xx_error_shape_and_nothing_written(
     assert_error(remember(project, body, raw), status, code)
     assert streams(project).body["streams"] == []
     assert events(project, "s").body["events"] == []
+
+
+@pytest.mark.parametrize(
+    ("event", "field"),
+    [
+        ({**message("k"), "payload": {"role": 7, "text": "t"}}, "events[0].payload.role"),
+        ({"idempotencyKey": "k", "kind": "tool_call", "payload": {}}, "events[0].payload.tool"),
+        ({"idempotencyKey": "k", "kind": "commit", "payload": {"message": 1}}, "events[0].payload.message"),
+    ],
+)
+def test_given_a_bad_field_then_the_error_names_it_as_the_request_does(
+    handler_env, event: dict[str, Any], field: str
+) -> None:
+    reply = remember(new_project(), {"stream": "s", "events": [event]})
+    assert reply.status == 422, reply.body
+    assert [e["field"] for e in reply.body["error"]["details"]["errors"]] == [field]  # no kind in the path
 
 
 def test_given_bad_query_parameters_when_paging_then_422(handler_env) -> None:

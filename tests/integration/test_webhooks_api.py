@@ -226,9 +226,14 @@ def test_unsafe_targets_are_refused_on_the_aws_setting(handler_env: Any, url: st
     assert reply.body["error"]["details"]["reason"] == reason
 
 
-def test_unknown_events_are_refused(webhook_env: Any) -> None:
-    reply = hooks(new_project(), "POST", body={"url": "https://example.com/h", "events": ["memory.exploded"]})
+@pytest.mark.parametrize(
+    "events", [["memory.exploded"], ["webhook.test"], [], ["memory.forgotten"] * 5, "memory.forgotten"]
+)
+def test_unknown_or_no_events_are_refused_with_the_webhooks_own_code(webhook_env: Any, events: Any) -> None:
+    reply = hooks(new_project(), "POST", body={"url": "https://example.com/h", "events": events})
     assert reply.status == 422
+    assert reply.body["error"]["code"] == "webhook_events_invalid"
+    assert "memory.forgotten" in reply.body["error"]["message"]  # what it may name
 
 
 # --- events from committed state, delivered and signed ----------------------------------------------

@@ -36,3 +36,42 @@ def test_given_any_instant_then_format_and_parse_round_trip(naive: datetime) -> 
     moment = naive.replace(tzinfo=UTC, microsecond=naive.microsecond // 1000 * 1000)
     assert parse_instant(format_instant(moment)) == moment
     assert format_instant(parse_instant(format_instant(moment))) == format_instant(moment)
+
+
+@pytest.mark.parametrize(
+    ("text", "utc"),
+    [
+        ("2026-06-01T09:00:00Z", datetime(2026, 6, 1, 9, tzinfo=UTC)),
+        ("2026-06-01t09:00:00z", datetime(2026, 6, 1, 9, tzinfo=UTC)),  # RFC 3339 allows either case
+        ("2026-06-01T09:00:00.5-05:30", datetime(2026, 6, 1, 14, 30, 0, 500_000, tzinfo=UTC)),
+        ("2026-06-01T09:00:00.123456789+02:00", datetime(2026, 6, 1, 7, 0, 0, 123_456, tzinfo=UTC)),
+    ],
+)
+def test_given_rfc_3339_then_the_instant_in_utc(text: str, utc: datetime) -> None:
+    assert parse_instant(text) == utc
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("2026-W22-1T09:00:00Z", "not an RFC 3339"),  # ISO 8601 week date
+        ("20260601T090000Z", "not an RFC 3339"),  # ISO 8601 basic format
+        ("2026-06-01T09:00Z", "not an RFC 3339"),  # no seconds
+        ("2026-06-01T09:00:00+05", "not an RFC 3339"),  # offset without minutes
+        ("2026-06-01T09:00:00+05:30:15", "not an RFC 3339"),
+        ("2026-06-01T09:00:00,5Z", "not an RFC 3339"),
+        ("2026-06-01 09:00:00Z", "not an RFC 3339"),
+        ("", "not an RFC 3339"),
+        ("2026-06-01T09:00:00", "needs a time zone offset"),
+        ("2026-06-01T09:00:00+24:00", "out of range"),
+        ("2026-02-30T09:00:00Z", "no such date or time"),
+    ],
+)
+def test_given_anything_but_rfc_3339_with_an_offset_then_a_message_a_person_can_act_on(
+    text: str, problem: str
+) -> None:
+    with pytest.raises(ValueError, match=problem) as refused:
+        parse_instant(text)
+    assert "2026-06-02T09:30:00Z" in str(refused.value) or "0001-9999" in str(refused.value)
+    assert "isoformat" not in str(refused.value)
+    assert "timedelta" not in str(refused.value)

@@ -75,7 +75,7 @@ def raised_pairs() -> tuple[set[Pair], list[str]]:
             if isinstance(status, int) and isinstance(code, str):
                 pairs.add((str(status), code))
             # else: the resolver passing on a KaiboError's code, or one of _VALIDATION_CODES
-    pairs.update((str(status), code) for _, _, code, status in _VALIDATION_CODES)
+    pairs.update((str(coded.status), coded.code) for coded in _VALIDATION_CODES)
     return pairs, unseen
 
 

@@ -84,7 +84,7 @@ def remember_response(outcome: RememberOutcome) -> tuple[int, RememberResponse]:
                 "id": m.id,
                 "status": m.status,
                 "type": m.type,
-                "content": "" if m.status in _TEXT_WITHHELD else m.content or "",
+                "content": None if m.status in _TEXT_WITHHELD else m.content or "",
             }
             for m in shown
         ],

@@ -7,7 +7,7 @@ wire format may gain fields without the store changing, and vice versa.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -185,6 +185,7 @@ class CommitEvent(_EventInBase):
 
 EventIn = Annotated[MessageEvent | ToolCallEvent | FileEvent | CommitEvent, Field(discriminator="kind")]
 EventKind = Literal["message", "tool_call", "file", "commit"]
+EVENT_KINDS: Final = frozenset(get_args(EventKind))
 
 
 class RememberRequest(RequestModel):
@@ -218,8 +219,9 @@ class RememberResponse(WireModel):
     job: JobOut | None = Field(default=None, description="With wait: true, the job as it ended or stands.")
 
 
-class StoredEventOut(WireModel):
-    """An event as served for verification. Only the header fields and ``hash`` are proof."""
+class StoredEventOut(SparseWireModel):
+    """An event as served for verification. Only the header fields and ``hash`` are proof.
+    ``payload`` and ``salt`` are absent once the event is purged (API.md)."""
 
     v: int
     projectId: str  # noqa: N815
@@ -237,9 +239,9 @@ class StoredEventOut(WireModel):
     salt: str | None = None
 
 
-class EventsPage(WireModel):
+class EventsPage(SparseWireModel):
     events: list[StoredEventOut]
-    nextFromSeq: int | None = None  # noqa: N815
+    nextFromSeq: int | None = None  # noqa: N815 - absent on the last page
 
 
 class StreamHeadOut(WireModel):
@@ -273,7 +275,8 @@ class CreateProjectResponse(WireModel):
 
 
 def _default_scopes() -> list[KeyScope]:
-    return ["forget", "read", "write"]
+    """Another key of a project can read and write; erasing is granted only when asked for."""
+    return ["read", "write"]
 
 
 def _no_admin_scope(scopes: object) -> object:
@@ -288,8 +291,8 @@ class CreateKeyRequest(RequestModel):
     scopes: Annotated[list[KeyScope], BeforeValidator(_no_admin_scope)] = Field(
         default_factory=_default_scopes,
         min_length=1,
-        description="read, write and/or forget. A project key cannot be an admin key: admin routes "
-        "take the deployment's admin key only.",
+        description="read, write and/or forget; default read and write (forget only when asked for). "
+        "A project key cannot be an admin key: admin routes take the deployment's admin key only.",
     )
 
 
@@ -428,11 +431,14 @@ class JobOut(SparseWireModel):
     error: str | None = None
 
 
-class ProvisionalMemoryOut(WireModel):
+class ProvisionalMemoryOut(SparseWireModel):
     id: str
-    status: str
+    status: str = Field(
+        description="provisional for a new event; for a replayed key, the memory's status now (replaced "
+        "once structured, tombstoned or purged once forgotten)"
+    )
     type: str
-    content: str
+    content: str | None = Field(default=None, description="absent once the memory is forgotten")
 
 
 # --- forget, the deletion ledger, receipts ------------------------------------------------------------

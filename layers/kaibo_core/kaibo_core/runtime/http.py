@@ -11,7 +11,7 @@ import base64
 import binascii
 from collections.abc import Callable, Sequence
 from http import HTTPStatus
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
@@ -21,25 +21,50 @@ from aws_lambda_powertools.event_handler.openapi.types import (
     OpenAPIResponseContentSchema,
 )
 
-from kaibo_core.api.models import ErrorResponse
+from kaibo_core.api.models import EVENT_KINDS, ErrorResponse
 from kaibo_core.core.errors import KaiboError, TooManyRequestsError
 from kaibo_core.core.json_reader import read_json
 from kaibo_core.core.tenancy import Principal
+from kaibo_core.core.webhooks import SUBSCRIBABLE
 from kaibo_core.runtime.observability import failure_fields, logger
 
 _S = TypeVar("_S")
 
-#: pydantic error types that have a code of their own (first match wins).
-_VALIDATION_CODES: Sequence[tuple[str, str | None, str, int]] = (
-    # (error type, last loc element or None, code, status)
-    ("json_invalid", None, "malformed_json", 400),
-    ("union_tag_invalid", None, "unknown_kind", 422),
-    ("union_tag_not_found", None, "missing_field", 422),
-    ("string_pattern_mismatch", "stream", "invalid_stream_name", 422),
-    ("too_long", "events", "too_many_events", 422),
-    ("too_short", "events", "no_events", 422),
-    ("missing", None, "missing_field", 422),
+
+class _Coded(NamedTuple):
+    """A request validation error with a code of its own: pydantic's error ``type`` (None: any) on
+    ``field`` (None: any field; else the field the error is on, or, for a route's own entry, any
+    field inside it: ``events[0]``), on ``route`` (the resource path) only when given."""
+
+    type: str | None
+    field: str | None
+    code: str
+    status: int
+    route: str | None = None
+
+    def matches(self, error: dict[str, Any], route: str | None) -> bool:
+        if (self.route is not None and self.route != route) or (
+            self.type is not None and error.get("type") != self.type
+        ):
+            return False
+        loc = tuple(error.get("loc", ()))
+        if self.field is None:
+            return True
+        return self.field in loc[1:] if self.route is not None else bool(loc) and loc[-1] == self.field
+
+
+#: Validation errors that have a code of their own (first match wins).
+_VALIDATION_CODES: Sequence[_Coded] = (
+    _Coded("json_invalid", None, "malformed_json", 400),
+    _Coded(None, "events", "webhook_events_invalid", 422, "/v1/webhooks"),
+    _Coded("union_tag_invalid", None, "unknown_kind", 422),
+    _Coded("union_tag_not_found", None, "missing_field", 422),
+    _Coded("string_pattern_mismatch", "stream", "invalid_stream_name", 422),
+    _Coded("too_long", "events", "too_many_events", 422, "/v1/remember"),
+    _Coded("too_short", "events", "no_events", 422, "/v1/remember"),
+    _Coded("missing", None, "missing_field", 422),
 )
+
 
 ERROR_RESPONSES: dict[int, OpenAPIResponse] = {
     status: {"description": description, "content": {"application/json": {"model": ErrorResponse}}}
@@ -93,31 +118,42 @@ def error_response(
 
 
 def _field(loc: Sequence[Any]) -> str:
-    parts = [p for p in loc if p != "body"]
+    """The field as the request names it: ``events[0].payload.role``, without the ``body`` pydantic
+    puts first or the event kind it puts after an event's index (the union's tag, no field)."""
+    parts = [
+        part
+        for number, part in enumerate(loc)
+        if part != "body" and not (number and isinstance(loc[number - 1], int) and part in EVENT_KINDS)
+    ]
     text = ""
     for part in parts:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text or "body"
 
 
-def validation_error_response(errors: Sequence[dict[str, Any]]) -> Response[str]:
+def validation_error_response(errors: Sequence[dict[str, Any]], route: str | None = None) -> Response[str]:
+    """The answer to a request that failed validation on ``route`` (the resource path)."""
     listed = [
         {"field": _field(err.get("loc", ())), "type": err.get("type", ""), "problem": err.get("msg", "")}
         for err in errors
     ]
-    for error_type, last_loc, code, status in _VALIDATION_CODES:
-        for err in errors:
-            loc = tuple(err.get("loc", ()))
-            if err.get("type") == error_type and (last_loc is None or (loc and loc[-1] == last_loc)):
-                first = next(e for e in listed if e["type"] == error_type)
-                message = (
-                    f"{first['field']}: {first['problem']}"
-                    if code != "malformed_json"
-                    else ("The request body is not valid JSON.")
+    for coded in _VALIDATION_CODES:
+        for error, shown in zip(errors, listed, strict=True):
+            if coded.matches(error, route):
+                return error_response(
+                    coded.status, coded.code, _message(coded.code, shown), {"errors": listed}
                 )
-                return error_response(status, code, message, {"errors": listed})
     first = listed[0] if listed else {"field": "body", "problem": "invalid"}
     return error_response(422, "invalid_request", f"{first['field']}: {first['problem']}", {"errors": listed})
+
+
+def _message(code: str, error: dict[str, str]) -> str:
+    if code == "malformed_json":
+        return "The request body is not valid JSON."
+    if code == "webhook_events_invalid":
+        subscribable = ", ".join(sorted(SUBSCRIBABLE))
+        return f"events must name one to four of {subscribable} ({error['field']}: {error['problem']})"
+    return f"{error['field']}: {error['problem']}"
 
 
 def create_resolver() -> APIGatewayRestResolver:
@@ -137,7 +173,7 @@ def create_resolver() -> APIGatewayRestResolver:
 
     @app.exception_handler(RequestValidationError)
     def _validation_error(exc: RequestValidationError) -> Response[str]:
-        response = validation_error_response(list(exc.errors()))
+        response = validation_error_response(list(exc.errors()), app.current_event.resource)
         logger.info("request invalid", extra={"status": response.status_code})
         return response
 

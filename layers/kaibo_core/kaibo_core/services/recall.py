@@ -487,7 +487,7 @@ def _as_of(text: str | None, now: datetime) -> datetime:
     except ValueError as exc:
         raise UnprocessableError(
             "invalid_timestamp",
-            f"asOf is not an RFC 3339 timestamp with an offset: {exc}",
+            f"asOf: {exc}",
             {"field": "asOf", "asOf": text},
         ) from exc
 

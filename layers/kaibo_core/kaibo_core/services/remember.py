@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from kaibo_core.core import chain
 from kaibo_core.core.backoff import full_jitter
@@ -56,6 +56,7 @@ from kaibo_core.core.models.events import (
     StreamHead,
 )
 from kaibo_core.core.models.jobs import EventLocation, JobRecord
+from kaibo_core.core.models.memories import MemoryStatus
 from kaibo_core.core.provisional import provisional_memory
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.time_zones import is_time_zone
@@ -177,7 +178,7 @@ def _occurred_at(index: int, text: str | None, received: datetime) -> str:
     except ValueError as exc:
         raise UnprocessableError(
             "invalid_timestamp",
-            f"events[{index}].occurredAt is not an RFC 3339 timestamp with an offset: {exc}",
+            f"events[{index}].occurredAt: {exc}",
             {"index": index, "field": "occurredAt"},
         ) from exc
     if moment < MIN_OCCURRED_AT:
@@ -388,9 +389,11 @@ class RememberService:
             result = results.get(memory.id, False)
             if isinstance(result, Exception):
                 outcome.index_failures.append(result)
-            elif existing.get(memory.id) in FORGOTTEN:
+            elif (status := existing.get(memory.id)) in FORGOTTEN:
                 # A replayed key of a forgotten event: its text must not come back in the answer.
-                outcome.memories.append(replace(memory, status="tombstoned", content=None))
+                outcome.memories.append(replace(memory, status=cast(MemoryStatus, status), content=None))
+            elif status is not None:  # a replay: the memory as it is now (replaced once structured)
+                outcome.memories.append(replace(memory, status=cast(MemoryStatus, status)))
             else:
                 outcome.memories.append(memory)
 
