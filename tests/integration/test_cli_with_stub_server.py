@@ -704,3 +704,10 @@ def test_given_an_unknown_stream_when_listing_events_then_it_says_so_and_fails(s
     assert result.returncode == 1
     assert result.stdout == ""
     assert "no stream 'no-such-stream'" in result.stderr
+
+
+def test_given_an_unknown_stream_when_verifying_it_then_it_says_so_and_fails(stub: Stub) -> None:
+    result = kaibo(stub, "verify", "--stream", "no-such-stream")
+    assert result.returncode == 1  # a typo is no verified chain
+    assert "verified" not in result.stdout
+    assert "no stream 'no-such-stream'" in result.stderr

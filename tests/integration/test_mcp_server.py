@@ -7,7 +7,9 @@ import re
 from typing import Any
 
 import pytest
+from mcp import Client
 
+from kaibo.client import KaiboAPIError
 from kaibo.mcp_server import DATA_NOTICE, build_server, wrap_data
 
 CLOSING = re.compile(r"</kaibo-data", re.IGNORECASE)
@@ -94,3 +96,26 @@ def test_given_forget_without_a_preview_token_then_it_is_a_dry_run_and_with_one_
     assert dry["preview_token"] is None
     assert real["dry_run"] is False
     assert real["preview_token"] == "ab" * 32
+
+
+class RefusingClient(RecordingClient):
+    def explain(self, memory_id: str) -> dict[str, Any]:
+        raise KaiboAPIError(404, "memory_not_found", f"No memory {memory_id} in this project.")
+
+
+async def explain_through_a_client(server: Any) -> tuple[bool, str]:
+    async with Client(server) as client:
+        result = await client.call_tool("explain", {"memory_id": "mem_missing"})
+    return bool(result.is_error), "".join(getattr(block, "text", "") for block in result.content)
+
+
+def test_given_a_refusal_then_the_agent_sees_a_failed_call_naming_the_code() -> None:
+    failed, text = asyncio.run(explain_through_a_client(build_server(RefusingClient())))  # type: ignore[arg-type]
+    assert failed  # isError: an agent must not read a refusal as a result
+    assert text.endswith("Kaibo refused: 404 memory_not_found: No memory mem_missing in this project.")
+
+
+def test_given_an_answer_then_the_call_is_no_error() -> None:
+    failed, text = asyncio.run(explain_through_a_client(build_server(RecordingClient())))  # type: ignore[arg-type]
+    assert not failed
+    assert text.startswith(DATA_NOTICE)

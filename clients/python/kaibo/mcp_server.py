@@ -61,11 +61,17 @@ def wrap_data(payload: Any, nonce: str | None = None) -> str:
     return f'{DATA_NOTICE}\n<kaibo-data nonce="{value}">\n{body}\n</kaibo-data nonce="{value}">'
 
 
-def _errors_as_text(call: Callable[[], str]) -> str:
+def _refusals_as_tool_errors(call: Callable[[], str]) -> str:
+    """``call``'s answer; a refusal by Kaibo as a tool error (``isError``: the agent sees a failed
+    call, not a result), its text naming the status, code and message."""
+    from mcp.server.mcpserver.exceptions import ToolError  # noqa: PLC0415 - only `kaibo mcp` needs the SDK
+
     try:
         return call()
     except KaiboAPIError as error:
-        return f"Kaibo refused: {error.status} {error.code}: {error.message}"
+        raise ToolError(f"Kaibo refused: {error.status} {error.code}: {error.message}") from error
+    except ValueError as error:  # an argument the client refuses before any call
+        raise ToolError(f"Kaibo refused: {error}") from error
 
 
 def build_server(client: KaiboClient, project_id: str | None = None) -> MCPServer:
@@ -85,7 +91,7 @@ def build_server(client: KaiboClient, project_id: str | None = None) -> MCPServe
             "kind": "message",
             "payload": {"role": role, "text": text},
         }
-        return _errors_as_text(lambda: wrap_data(client.remember(stream, [event], wait=wait)))
+        return _refusals_as_tool_errors(lambda: wrap_data(client.remember(stream, [event], wait=wait)))
 
     @server.tool(
         description="Recall the smallest cited set of memories that answers a question within a "
@@ -93,14 +99,14 @@ def build_server(client: KaiboClient, project_id: str | None = None) -> MCPServe
         "in memory answers it. Each item cites its source events (stream, seq, hash)."
     )
     def recall(question: str, budget: int = 300, as_of: str | None = None) -> str:
-        return _errors_as_text(lambda: wrap_data(client.recall(question, budget, as_of=as_of)))
+        return _refusals_as_tool_errors(lambda: wrap_data(client.recall(question, budget, as_of=as_of)))
 
     @server.tool(
         description="Explain a memory: its versions oldest first (what each superseded) and the "
         "source events behind each. Forgotten versions have no content."
     )
     def explain(memory_id: str) -> str:
-        return _errors_as_text(lambda: wrap_data(client.explain(memory_id)))
+        return _refusals_as_tool_errors(lambda: wrap_data(client.explain(memory_id)))
 
     @server.tool(
         description="Forget memories by exactly one of memory_id, query (all of its words) or "
@@ -126,10 +132,7 @@ def build_server(client: KaiboClient, project_id: str | None = None) -> MCPServe
             )
             return wrap_data(answer)
 
-        try:
-            return _errors_as_text(call)
-        except ValueError as error:
-            return f"Kaibo refused: {error}"
+        return _refusals_as_tool_errors(call)
 
     @server.tool(
         description="Verify every stream's hash chain (and with ledger=true the deletion ledger): "
@@ -154,7 +157,7 @@ def build_server(client: KaiboClient, project_id: str | None = None) -> MCPServe
                     lines.append(f"ledger: {'ok' if report.ok else 'FAIL'}")
             return "\n".join(lines) or "no streams"
 
-        return _errors_as_text(call)
+        return _refusals_as_tool_errors(call)
 
     return server
 

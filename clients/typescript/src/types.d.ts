@@ -49,7 +49,7 @@ export interface CommitPayload {
 
 export interface CreateKeyRequest {
   /**
-   * read, write and/or forget. A project key cannot be an admin key: admin routes take the deployment's admin key only.
+   * read, write and/or forget; default read and write (forget only when asked for). A project key cannot be an admin key: admin routes take the deployment's admin key only.
    * Constraints: minItems 1.
    */
   scopes?: ("read" | "write" | "forget")[];
@@ -316,9 +316,11 @@ export interface MessagePayload {
 
 export interface ProvisionalMemoryOut {
   id: string;
+  /** provisional for a new event; for a replayed key, the memory's status now (replaced once structured, tombstoned or purged once forgotten) */
   status: string;
   type: string;
-  content: string;
+  /** absent once the memory is forgotten */
+  content?: string | null;
 }
 
 export interface RecallItem {
@@ -426,7 +428,10 @@ export interface SecretRotated {
   previousSecretValidUntil: string;
 }
 
-/** An event as served for verification. Only the header fields and ``hash`` are proof. */
+/**
+ * An event as served for verification. Only the header fields and ``hash`` are proof.
+ * ``payload`` and ``salt`` are absent once the event is purged (API.md).
+ */
 export interface StoredEventOut {
   v: number;
   projectId: string;

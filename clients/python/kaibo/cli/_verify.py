@@ -130,9 +130,12 @@ def _verify_streams(stream: str | None, expected: HeadOption, json_output: bool)
     reports: list[StreamReport] = []
     error: KaiboError | None = None
     try:
-        found = (
-            iter([verify_stream(kaibo, stream, expected)]) if stream is not None else iter_verify_all(kaibo)
-        )
+        if stream is not None:
+            named = verify_stream(kaibo, stream, expected)
+            if named.ok and named.events_checked == 0:  # a stream exists once it has an event
+                out.error(f"kaibo: no stream {stream!r} in this project (it has no event): nothing verified")
+                return EXIT_FAILED
+        found = iter([named]) if stream is not None else iter_verify_all(kaibo)
         for report in found:
             reports.append(report)
             if not json_output:
