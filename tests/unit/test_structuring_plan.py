@@ -50,3 +50,15 @@ def test_what_is_left_over_past_the_statement_limit_is_a_piece_of_the_text() -> 
 
     assert overflow
     assert overflow in text  # as written, spacing and lines kept: storable as a span
+
+
+def test_a_long_text_is_split_between_words_and_loses_nothing() -> None:
+    sentence = ("The archive holds report number 1234 for finance " * 20).strip() + ". "  # ~1,000 chars
+    text = "So. " + sentence * 25  # fewer statements than the limit: the split ends at MAX_SPLIT_CHARS
+    split = split_statements(text)
+    pieces = [*(s.text for s in split.statements), split.overflow]
+
+    assert len(split.statements) < MAX_STATEMENTS
+    words = {"So.", "The", "archive", "holds", "report", "number", "1234", "for", "finance", "finance."}
+    assert {word for piece in pieces for word in piece.split()} <= words  # no word cut in two
+    assert sum(len(piece.split()) for piece in pieces) == len(text.split())

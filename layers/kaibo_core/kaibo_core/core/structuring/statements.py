@@ -336,9 +336,19 @@ def prepare(text: str, speaker: str | None = None, numbered: bool = False) -> St
     )
 
 
+def _split_end(text: str) -> int:
+    """Where the split part of ``text`` ends: at MAX_SPLIT_CHARS, moved back to the space before
+    the word it would cut (a word cut in two is found by neither half)."""
+    if len(text) <= MAX_SPLIT_CHARS or text[MAX_SPLIT_CHARS].isspace():
+        return MAX_SPLIT_CHARS
+    space = max(text.rfind(" ", 0, MAX_SPLIT_CHARS), text.rfind("\n", 0, MAX_SPLIT_CHARS))
+    return space + 1 if space > 0 else MAX_SPLIT_CHARS
+
+
 def split_statements(text: str, limit: int = MAX_STATEMENTS) -> SplitText:
     """The statements of ``text`` in order (at most ``limit``) and the text left over."""
-    head, tail = text[:MAX_SPLIT_CHARS], text[MAX_SPLIT_CHARS:]
+    cut = _split_end(text)
+    head, tail = text[:cut], text[cut:]
     speaker, head = split_speaker(head.lstrip())
     statements: list[Statement] = []
     blocks = _blocks(head)
