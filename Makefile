@@ -49,6 +49,7 @@ run: venv
 
 # What the API serves without a key (/openapi.json, /docs/*), built from the code and docs/.
 docs: venv
+	PYTHONPATH=$(CURDIR) $(PY) tools/deploy_reference.py
 	PYTHONPATH=$(CURDIR):$(CURDIR)/layers/kaibo_core $(PY) tools/build_docs_site.py
 	if command -v node >/dev/null; then node clients/typescript/scripts/generate-types.mjs; \
 	else echo "node not found: clients/typescript/src/types.d.ts not regenerated"; fi

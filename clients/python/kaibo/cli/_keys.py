@@ -34,7 +34,7 @@ def create(
         typer.Option(
             "--scopes",
             metavar="SCOPES",
-            help="with --project: comma-separated scopes read,write,forget,admin "
+            help="with --project: comma-separated scopes read,write,forget (admin is refused) "
             f"(default: {DEFAULT_SCOPES})",
         ),
     ] = None,
