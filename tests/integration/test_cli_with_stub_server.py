@@ -711,3 +711,15 @@ def test_given_an_unknown_stream_when_verifying_it_then_it_says_so_and_fails(stu
     assert result.returncode == 1  # a typo is no verified chain
     assert "verified" not in result.stdout
     assert "no stream 'no-such-stream'" in result.stderr
+
+
+def test_given_the_output_pipe_closed_early_then_it_stops_quietly_with_the_sigpipe_code() -> None:
+    # `kaibo events … | head -1`: the code a shell gives any command ended by SIGPIPE, not 2 (usage).
+    code = "import sys; from kaibo.cli._shared import _exit_code\n" \
+           "def pipe_gone() -> int:\n    raise BrokenPipeError\n" \
+           "sys.exit(_exit_code(pipe_gone))"  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert result.returncode == 141
+    assert result.stderr == ""

@@ -113,10 +113,13 @@ def test_given_an_old_fact_when_forgotten_by_id_then_the_newer_version_from_anot
     }
     assert all("content" not in m for m in reply.body["memories"])  # a real forget never echoes text
     assert reply.body["eventIds"] == [old["events"][0]["id"]]
+    assert any(get_memory(project, memory_id).body.get("subject") for memory_id in new_ids)  # kept while live
     for memory_id in old_ids:
         shown = get_memory(project, memory_id).body
         assert shown["status"] == "tombstoned"
         assert "content" not in shown
+        assert "subject" not in shown  # "release target": taken from the text, withheld with it
+        assert "tags" not in shown
     newer = [get_memory(project, memory_id).body for memory_id in new_ids[1:]]
     assert all(memory["status"] == "active" for memory in newer)  # not taken: another event
     (successor,) = [memory["id"] for memory in newer if old_ids[1] in memory["supersedes"]]

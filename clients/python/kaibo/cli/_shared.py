@@ -23,6 +23,9 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+#: The output pipe closed early (``kaibo events … | head``): what a shell reports for any command
+#: ended by SIGPIPE (128 + 13), so ``set -o pipefail`` treats it as it treats ``seq … | head``.
+EXIT_BROKEN_PIPE = 141
 
 ENV_ENDPOINT = "KAIBO_ENDPOINT"
 ENV_API_KEY = "KAIBO_API_KEY"
@@ -120,7 +123,7 @@ def _exit_code(call: Callable[[], int]) -> int:
     except BrokenPipeError:  # `kaibo events ... | head`: stop quietly, but do not claim success
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_USAGE
+        return EXIT_BROKEN_PIPE
 
 
 def print_api_error(exc: KaiboError) -> None:

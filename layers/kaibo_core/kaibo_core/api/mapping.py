@@ -172,7 +172,9 @@ def packed_event(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def memory_out(memory: MemoryRecord) -> MemoryOut:
-    """``GET /v1/memories/{id}``: any status; no content once tombstoned."""
+    """``GET /v1/memories/{id}``: any status; once tombstoned no text at all: no content, and no
+    subject or tags either (both are taken from the text: "dana whitfield hiv test result")."""
+    withheld = memory.status in _TEXT_WITHHELD
     served: dict[str, Any] = {
         "id": memory.id,
         "status": memory.status,
@@ -187,11 +189,11 @@ def memory_out(memory: MemoryRecord) -> MemoryOut:
         "supersededBy": list(memory.superseded_by),
         "replacedBy": list(memory.replaced_by),
         "createdAt": memory.created_at,
-        "subject": memory.subject,
-        "tags": list(memory.tags) or None,
+        "subject": None if withheld else memory.subject,
+        "tags": None if withheld else list(memory.tags) or None,
         "replaces": memory.replaces,
     }
-    if memory.content is not None and memory.status not in _TEXT_WITHHELD:
+    if memory.content is not None and not withheld:
         served["content"] = memory.content
     return MemoryOut.model_validate(served)
 
