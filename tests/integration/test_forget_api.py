@@ -570,3 +570,22 @@ def test_given_a_forgotten_reply_then_recall_s_context_never_brings_it_back(hand
     assert streamed.status == 200
     assert reply_memory not in streamed.body
     assert "crowded" not in streamed.body
+
+
+def test_given_a_purged_event_then_its_key_is_refused_rather_than_new_content_dropped(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    body = {"stream": "chat", "events": [message("chat-0", "The alarm code is 4417.")]}  # the first one's key
+    remember_structured(handler_env, project, "chat", "The alarm code is 4417.", "Lunch is at noon.")
+    assert remember(project, body).body["events"][0]["replayed"] is True  # before the purge: a replay
+    assert forget_now(project, {"stream": "chat", "reason": "erase"}).status == 200
+    run_purge()
+    assert "payload" not in list_events(project, "chat")[0]
+
+    for text in ("The alarm code is 4417.", "Something new entirely."):  # a retry, and new content
+        again = remember(project, {"stream": "chat", "events": [message("chat-0", text)]})
+        assert again.status == 409, again.body
+        assert again.body["error"]["code"] == "idempotency_key_reused"
+        assert "forgotten and purged" in again.body["error"]["message"]
+    assert len(list_events(project, "chat")) == 2  # nothing appended

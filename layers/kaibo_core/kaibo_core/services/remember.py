@@ -255,7 +255,7 @@ def is_retry_of(planned: PlannedEvent, stream: str, original: EventRecord) -> bo
     if planned.occurred_at_given and planned.occurred_at != original.occurred_at:
         return False
     if original.salt is None:
-        return True  # payload purged: nothing left to compare, the key decides
+        return False  # payload purged: nothing left to compare it with, so nothing new is dropped unseen
     digest = chain.payload_digest(original.salt, planned.canonical_payload.encode("utf-8"))
     return digest == original.payload_digest
 
@@ -417,11 +417,17 @@ class RememberService:
             if original is None or original.id != claim.event_id:
                 raise RuntimeError(f"idempotency key {claim.idempotency_key!r} points at a missing event")
             if not is_retry_of(event, stream, original):
+                named = (
+                    "an event that was forgotten and purged: its payload is gone, so no request can be "
+                    "shown to repeat it"
+                    if original.salt is None
+                    else "a different event"
+                )
                 raise ConflictError(
                     "idempotency_key_reused",
                     f"events[{event.index}] reuses idempotency key {event.idempotency_key!r}, which already "
-                    f"names a different event ({original.id} in stream {original.stream!r}). Use a new key "
-                    "for a new event; nothing of this batch was written.",
+                    f"names {named} ({original.id} in stream {original.stream!r}). Use a new key for a new "
+                    "event; nothing of this batch was written.",
                     {"index": event.index, "idempotencyKey": event.idempotency_key, "eventId": original.id},
                 )
             originals[event.idempotency_key] = original
