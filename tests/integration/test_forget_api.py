@@ -550,6 +550,44 @@ def test_given_a_forget_that_died_after_its_ledger_entry_then_the_next_purge_fin
     assert memory_ids_of(project, made)[0] in entry["memoryIds"]
 
 
+def test_given_a_forget_that_died_then_structuring_of_its_event_is_undone_by_the_purge(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    first = remember(
+        project, {"stream": "late", "events": [message("late-1", "The bike lock code is Vorpalish 3321.")]}
+    )
+    held = take_job_messages(handler_env, {first.body["jobId"]})
+    client, _ = dying_client(handler_env, 2)  # the ledger append, then death: nothing tombstoned
+    tables = handler_env.tables
+    service = ForgetService(
+        DynamoForgetStore(client, tables["MemoriesTable"], tables["TermIndexTable"]),
+        wiring.event_store(),
+        DynamoLedgerStore(client, tables["LedgerTable"]),
+        timedelta(days=1),
+        lambda: datetime.now(UTC) - timedelta(minutes=2),
+    )
+    died = call(
+        "forget",
+        "POST",
+        "/v1/forget",
+        body={"stream": "late", "reason": "r"},
+        context=project_context(project),
+        services={"forget": service},
+    )
+    assert died.status == 500
+    run_structure(handler_env, held, as_deployed=True)  # the event is not forgotten yet: it structures
+    structured = f"{first.body['memories'][0]['id']}-1"
+    assert get_memory(project, structured).body["status"] == "active"
+    (entry,) = ledger(project).body["entries"]
+    assert structured not in entry["memoryIds"]  # made after the forget read its set
+
+    run_purge()
+
+    assert get_memory(project, structured).body["status"] == "tombstoned"  # made from a forgotten event
+    assert recalled_ids(project, "Vorpalish") == []
+
+
 def test_given_a_forgotten_reply_then_recall_s_context_never_brings_it_back(handler_env: Any) -> None:
     """Context reads the neighbours of the memories a question finds (docs/recall.md, "Context"):
     a forgotten neighbour is read, and dropped by its tombstone like every candidate."""
@@ -589,3 +627,59 @@ def test_given_a_purged_event_then_its_key_is_refused_rather_than_new_content_dr
         assert again.body["error"]["code"] == "idempotency_key_reused"
         assert "forgotten and purged" in again.body["error"]["message"]
     assert len(list_events(project, "chat")) == 2  # nothing appended
+
+
+class StructuredMeanwhile(DynamoForgetStore):
+    """The forget store, with a held structuring job committed between forget's resolve and its
+    tombstones: the interleaving in which the structured memories were not in the set forget read."""
+
+    def __init__(self, stack: Any, held: list[dict[str, Any]]) -> None:
+        settings = get_settings()
+        super().__init__(wiring.dynamodb(), settings.memories_table, settings.index_table)
+        self._stack, self._held = stack, held
+
+    def tombstone_many(self, project: ProjectId, memories: Any, marks: dict[str, str]) -> Any:
+        if self._held:
+            run_structure(self._stack, self._held, as_deployed=True)
+            self._held = []
+        return super().tombstone_many(project, memories, marks)
+
+
+def test_given_structuring_committing_while_a_forget_runs_then_what_it_made_is_forgotten_too(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    marker = "Zugzwangish"  # no other test says it
+    first = remember(
+        project, {"stream": "race", "events": [message("race-1", f"The locker code is {marker} 4471.")]}
+    )
+    provisional = first.body["memories"][0]["id"]
+    held = take_job_messages(handler_env, {first.body["jobId"]})
+    settings = get_settings()
+    service = ForgetService(
+        StructuredMeanwhile(handler_env, held),
+        wiring.event_store(),
+        DynamoLedgerStore(wiring.dynamodb(), settings.ledger_table),
+        timedelta(0),
+        lambda: datetime.now(UTC) - timedelta(seconds=1),
+    )
+
+    reply = call(
+        "forget",
+        "POST",
+        "/v1/forget",
+        body={"stream": "race", "reason": "erase"},
+        context=project_context(project),
+        services={"forget": service},
+    )
+
+    assert reply.status == 200, reply.body
+    assert (
+        reply.body["memories"] == [{"id": provisional, "why": "match", "status": "tombstoned"}] or reply.body
+    )
+    structured = f"{provisional}-1"
+    assert get_memory(project, structured).body["status"] == "tombstoned"  # made meanwhile, forgotten too
+    assert recalled_ids(project, marker) == []
+    run_purge()
+    assert get_memory(project, structured).body["status"] == "purged"
+    assert residue(handler_env, marker_forms(marker)) == []

@@ -24,6 +24,7 @@ from kaibo_core.core.errors import ConflictError, NotFoundError, UnprocessableEr
 from kaibo_core.core.forgetting import (
     DEFAULT_MAX_MEMORIES,
     FORGOTTEN,
+    MAX_MEMORIES_LIMIT,
     ForgetMember,
     ForgetOutcome,
     ForgetRequest,
@@ -42,6 +43,8 @@ from kaibo_core.ports import DeletionLedger, EventPages
 
 #: Events read per page when a whole stream is forgotten.
 STREAM_PAGE: Final = 1000
+#: Rounds of tombstoning what structuring committed while a forget ran (one is the usual most).
+MAX_MEANWHILE_ROUNDS: Final = 4
 STREAM_PAGE_BYTES: Final = 4 * 1024 * 1024
 
 
@@ -207,9 +210,37 @@ class ForgetService:
         before = self._memories.tombstone_many(project, [m.memory for m in found.members], marks)
         for placeholder in found.placeholders:
             self._memories.tombstone(project, placeholder.id, marks, placeholder=placeholder)
+        before += self._made_meanwhile(project, found, before, marks)
         self._memories.remove_many_from_index([memory for memory in before if memory is not None])
         self._ledger.mark_applied(receipt)
         return ForgetOutcome(found, dry_run=False, receipt=receipt, reason_salt=salt)
+
+    def _made_meanwhile(
+        self,
+        project: ProjectId,
+        found: ForgetSet,
+        tombstoned: list[MemoryRecord | None],
+        marks: dict[str, str],
+    ) -> list[MemoryRecord | None]:
+        """Tombstone what structuring made from the set's memories after resolve read them: a
+        provisional memory read ``provisional`` and tombstoned ``replaced`` had its structured
+        memories committed in between, and they hold its text. Once it is tombstoned no structuring
+        can commit for it again (the commit needs it ``provisional``), so one pass over what the
+        tombstones found, then over what those pull in (older versions, same-event memories), ends.
+        Purged with the entry: the purge erases every memory structured from its events."""
+        seen = {member.memory.id for member in found.members}
+        added: list[MemoryRecord | None] = []
+        frontier = tombstoned
+        for _ in range(MAX_MEANWHILE_ROUNDS):
+            late = [m for was in frontier if was is not None for m in was.replaced_by if m not in seen]
+            if not late:
+                break
+            made = list(self._memories.get_many(project, late).values())
+            members = [m for m in self._closure(project, made, MAX_MEMORIES_LIMIT) if m.memory.id not in seen]
+            seen.update(member.memory.id for member in members)
+            frontier = self._memories.tombstone_many(project, [member.memory for member in members], marks)
+            added += frontier
+        return added
 
     def _now(self) -> str:
         return format_instant(self._clock())

@@ -9,8 +9,8 @@ Its main work list is the ledger: each entry not purged yet, once its ``purgeAft
 For an entry, in this order, each step idempotent:
 
 1. every memory it names is tombstoned (normally done by forget already; a forget that died after
-   writing its entry is finished here), and so are the structured memories staged from its
-   events that structuring abandoned when it found them forgotten;
+   writing its entry is finished here), and so is every memory structuring made from its events
+   (staged and abandoned when it found them forgotten, or committed while the forget ran);
 2. each of those memories is erased: out of the term index, the document-frequency counters its
    terms leave at zero deleted, content, plan, subject and tags removed, status ``purged``;
 3. each of its events loses its payload and salt (header, digest and hash stay: the chain still
@@ -18,7 +18,7 @@ For an entry, in this order, each step idempotent:
 4. the entry is marked purged (off the work list; receipts then read ``purged``).
 
 A run that dies after any step is finished by the next, which repeats the steps already done at
-no harm. Nothing that is not named by a due entry (or staged from its events) is touched.
+no harm. Nothing that is not named by a due entry (or made from its events) is touched.
 """
 
 from __future__ import annotations
@@ -96,7 +96,8 @@ class Purger:
         """Finish the tombstones of a forget that died after writing ``entry``."""
         project = ProjectId(entry.project_id)
         marks = {"tombstonedAt": entry.tombstoned_at, "purgeAfter": entry.purge_after, "receiptId": entry.id}
-        memories = list(self._store.get_many(project, entry.memory_ids).values())
+        named, made = _named_and_made(entry)
+        memories = list(self._store.get_many(project, [*named, *made]).values())
         before = self._store.tombstone_many(project, memories, marks)
         # Every one leaves the index, those the dying forget tombstoned too (it may have died before
         # removing their postings); a memory out of the index already is skipped (exactly once).
@@ -109,11 +110,9 @@ class Purger:
         """Erase everything ``entry`` names; (memories erased, payloads erased)."""
         project = ProjectId(entry.project_id)
         marks = {"tombstonedAt": entry.tombstoned_at, "purgeAfter": entry.purge_after, "receiptId": entry.id}
-        provisional = [provisional_memory_id(event_id) for event_id in entry.event_ids]
-        staged = [structured_memory_id(p, n) for p in provisional for n in range(1, MAX_DRAFTS_PER_EVENT + 1)]
-        named = set(entry.memory_ids) | set(provisional)
-        found = self._store.get_many(project, [*named, *staged])
-        targets = [m for m in found.values() if m.id in named or m.status in FORGOTTEN]
+        named, made = _named_and_made(entry)
+        found = self._store.get_many(project, [*named, *made])
+        targets = list(found.values())
         for memory in targets:
             if memory.status not in FORGOTTEN:  # a forget that died after its ledger entry
                 self._store.tombstone(project, memory.id, marks)
@@ -126,3 +125,12 @@ class Purger:
                 payloads += 1
         self._ledger.mark_purged(entry, now)
         return len(targets), payloads
+
+
+def _named_and_made(entry: LedgerEntry) -> tuple[set[str], list[str]]:
+    """The memories ``entry`` names with its events' provisional memories, and the ids of every
+    memory structuring can have made from those events (staged and abandoned, or committed while
+    the forget ran): all of them hold the forgotten text."""
+    provisional = [provisional_memory_id(event_id) for event_id in entry.event_ids]
+    made = [structured_memory_id(p, n) for p in provisional for n in range(1, MAX_DRAFTS_PER_EVENT + 1)]
+    return set(entry.memory_ids) | set(provisional), made
