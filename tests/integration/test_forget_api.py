@@ -514,28 +514,34 @@ def test_given_a_purged_event_then_a_redelivered_or_swept_job_message_makes_noth
     assert get_job(project, job).body["memoryIds"] == []
 
 
-def test_given_a_forget_that_died_after_its_ledger_entry_then_the_next_purge_finishes_its_tombstones(
-    handler_env: Any,
-) -> None:
-    project = new_project()
-    (made,) = remember_structured(handler_env, project, "chat", "The garage code is Quillmoth 4410.")
-    client, _ = dying_client(handler_env, 2)  # the ledger append, then death
-    tables = handler_env.tables
+def forget_dying_after_its_entry(stack: Any, project: str, body: dict[str, Any]) -> Reply:
+    """A forget whose function dies right after appending its ledger entry (its second write),
+    dated long enough ago for the purge's apply step to finish it."""
+    client, _ = dying_client(stack, 2)
+    tables = stack.tables
     service = ForgetService(
         DynamoForgetStore(client, tables["MemoriesTable"], tables["TermIndexTable"]),
         wiring.event_store(),
         DynamoLedgerStore(client, tables["LedgerTable"]),
         timedelta(days=1),
-        lambda: datetime.now(UTC) - timedelta(minutes=2),  # long enough ago for the purge to step in
+        lambda: datetime.now(UTC) - timedelta(minutes=2),
     )
-    died = call(
+    return call(
         "forget",
         "POST",
         "/v1/forget",
-        body={"query": "Quillmoth", "reason": "r"},
+        body=body,
         context=project_context(project),
         services={"forget": service},
     )
+
+
+def test_given_a_forget_that_died_after_its_ledger_entry_then_the_next_purge_finishes_its_tombstones(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    (made,) = remember_structured(handler_env, project, "chat", "The garage code is Quillmoth 4410.")
+    died = forget_dying_after_its_entry(handler_env, project, {"query": "Quillmoth", "reason": "r"})
     assert died.status == 500  # the function died after its entry, before any tombstone
     (entry,) = ledger(project).body["entries"]  # owed from now on
     assert set(recalled_ids(project, "Quillmoth garage code")) & set(entry["memoryIds"])  # still served
@@ -558,24 +564,8 @@ def test_given_a_forget_that_died_then_structuring_of_its_event_is_undone_by_the
         project, {"stream": "late", "events": [message("late-1", "The bike lock code is Vorpalish 3321.")]}
     )
     held = take_job_messages(handler_env, {first.body["jobId"]})
-    client, _ = dying_client(handler_env, 2)  # the ledger append, then death: nothing tombstoned
-    tables = handler_env.tables
-    service = ForgetService(
-        DynamoForgetStore(client, tables["MemoriesTable"], tables["TermIndexTable"]),
-        wiring.event_store(),
-        DynamoLedgerStore(client, tables["LedgerTable"]),
-        timedelta(days=1),
-        lambda: datetime.now(UTC) - timedelta(minutes=2),
-    )
-    died = call(
-        "forget",
-        "POST",
-        "/v1/forget",
-        body={"stream": "late", "reason": "r"},
-        context=project_context(project),
-        services={"forget": service},
-    )
-    assert died.status == 500
+    died = forget_dying_after_its_entry(handler_env, project, {"stream": "late", "reason": "r"})
+    assert died.status == 500  # nothing tombstoned
     run_structure(handler_env, held, as_deployed=True)  # the event is not forgotten yet: it structures
     structured = f"{first.body['memories'][0]['id']}-1"
     assert get_memory(project, structured).body["status"] == "active"
