@@ -15,6 +15,8 @@ import pytest
 from kaibo_core.adapters.dynamodb_forget import DynamoForgetStore
 from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
 from kaibo_core.adapters.dynamodb_ledger import DynamoLedgerStore
+from kaibo_core.adapters.dynamodb_values import key
+from kaibo_core.core import storage_keys
 from kaibo_core.core.chain import ChainVerifier
 from kaibo_core.core.ledger import LedgerVerifier
 from kaibo_core.core.storage_keys import ProjectId
@@ -163,7 +165,9 @@ def test_given_a_forget_then_its_receipt_and_ledger_entry_prove_it(handler_env: 
     assert served.status == 200
     assert served.body == {**entry, "state": "tombstoned"}
     assert ledger(project).body == {"entries": [entry]}
-    assert reason not in repr(every_item(handler_env))  # only its salted digest is stored
+    stored = repr(every_item(handler_env))
+    assert reason not in stored  # only its salted digest is stored
+    assert salt not in stored  # and not the salt that would let a guess be confirmed
     assert receipt(new_project(), entry["id"]).status == 404  # another project: as if missing
     assert receipt(project, "rcpt_01JUNKNOWN").status == 404
 
@@ -373,6 +377,13 @@ def test_given_a_marker_forgotten_and_purged_then_no_table_or_queue_holds_any_fo
     assert purged_event["id"] == made["events"][0]["id"]
     assert "payload" not in purged_event
     assert "salt" not in purged_event
+    item = handler_env.dynamodb.get_item(  # stored, not only served: a kept salt would confirm a guess
+        TableName=handler_env.tables["EventsTable"],
+        Key=key(storage_keys.event_key(ProjectId(project), "chat", purged_event["seq"])),
+    )["Item"]
+    assert "payload" not in item
+    assert "salt" not in item
+    assert "payloadDigest" in item  # the chain still verifies
     assert kept_event["payload"]["text"] == "The vault door is painted green."
     assert receipt(project, forgotten.body["receipt"]["id"]).body["state"] == "purged"
     assert get_memory(project, memory_ids_of(project, kept)[1]).body["status"] == "active"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import time
 from typing import Any
 
 import pytest
@@ -224,6 +225,37 @@ def test_given_a_bad_field_then_the_error_names_it_as_the_request_does(
     reply = remember(new_project(), {"stream": "s", "events": [event]})
     assert reply.status == 422, reply.body
     assert [e["field"] for e in reply.body["error"]["details"]["errors"]] == [field]  # no kind in the path
+
+
+def test_given_a_key_used_in_one_stream_then_another_stream_cannot_take_it(handler_env) -> None:
+    project = new_project()
+    assert remember(project, {"stream": "one", "events": [message("k1")]}).status == 202
+    again = remember(project, {"stream": "two", "events": [message("k1")]})
+    assert_error(again, 409, "idempotency_key_reused")  # keys are unique per project, not per stream
+    assert events(project, "two").body["events"] == []
+
+
+def test_given_wait_when_structuring_does_not_finish_in_time_then_202_with_the_job_to_poll(
+    handler_env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kaibo_core.runtime.settings import get_settings
+
+    monkeypatch.setenv("KAIBO_WAIT_SECONDS", "0.3")
+    get_settings.cache_clear()
+    try:
+        project = new_project()
+        started = time.monotonic()
+        reply = remember(
+            project, {"stream": "s", "wait": True, "events": [message("k1")]}
+        )  # nobody structures
+        took = time.monotonic() - started
+    finally:
+        monkeypatch.delenv("KAIBO_WAIT_SECONDS")
+        get_settings.cache_clear()
+    assert reply.status == 202, reply.body
+    assert reply.body["jobId"]
+    assert reply.body["memories"][0]["status"] == "provisional"
+    assert took < 5  # the bounded wait, not the default 10 s (generous for a loaded machine)
 
 
 def test_given_bad_query_parameters_when_paging_then_422(handler_env) -> None:
