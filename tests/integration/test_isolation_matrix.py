@@ -396,3 +396,43 @@ def test_given_every_table_then_every_key_carries_its_project(handler_env: Any, 
                     assert any(v.get("S", "").startswith("prj_") for v in item.values()), pk
             else:
                 assert project_key.match(pk), (table_name, pk)
+
+
+SMUGGLED = ("X-Kaibo-Project", "X-Project-Id", "projectId")
+
+
+@pytest.mark.parametrize(
+    ("method", "resource"),
+    [("GET", "/v1/streams"), ("GET", "/v1/streams/{stream}/events"), ("GET", "/v1/memories/{memory_id}")],
+)
+def test_given_project_a_s_id_smuggled_in_headers_or_query_then_b_still_sees_only_its_own(
+    project_a: ProjectA, method: str, resource: str
+) -> None:
+    """The project comes from the authorizer's context alone, never from what the caller sends."""
+    b = new_project()
+    params = {"stream": project_a.stream} if "{stream}" in resource else {}
+    params |= {"memory_id": project_a.memory_id} if "{memory_id}" in resource else {}
+    path = resource.format(**params)
+
+    def ask(**smuggled: Any) -> tuple[int, str]:
+        return normalized(as_project(b, method, path, resource, path_parameters=params, **smuggled))
+
+    plain = ask()
+    with_headers = ask(headers=[(name, project_a.project) for name in SMUGGLED])
+    with_query = ask(query=[(name, project_a.project) for name in SMUGGLED])
+    assert with_headers == plain
+    assert with_query == plain or with_query[0] == 422  # an unknown parameter may be refused, never obeyed
+    assert "zeppelin" not in with_headers[1] + with_query[1]  # nothing of A's text
+
+
+def test_given_project_a_s_id_in_a_body_then_it_is_refused_not_obeyed(project_a: ProjectA) -> None:
+    b = new_project()
+    reply = as_project(
+        b,
+        "POST",
+        "/v1/recall",
+        "/v1/recall",
+        body={"question": project_a.question, "projectId": project_a.project},
+    )
+    assert reply.status == 422, reply.body  # an unknown field: never read as the project
+    assert project_a.memory_id not in json.dumps(reply.body)
