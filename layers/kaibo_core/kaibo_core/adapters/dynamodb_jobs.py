@@ -34,10 +34,6 @@ def pending_shard(job_id: str) -> int:
     return zlib.crc32(job_id.encode("utf-8")) % storage_keys.PENDING_JOB_SHARDS
 
 
-def _pending_sort_key(since: str, project: str, job_id: str) -> str:
-    return f"{since}#{project}#{job_id}"
-
-
 def job_item(job: JobRecord) -> Item:
     item: Item = {
         **key(storage_keys.job_key(ProjectId(job.project_id), job.id)),
@@ -56,7 +52,9 @@ def job_item(job: JobRecord) -> Item:
     }
     if job.status in {"queued", "structuring"}:
         item["pendingPk"] = s(storage_keys.pending_jobs_partition(pending_shard(job.id)))
-        item["pendingSk"] = s(_pending_sort_key(job.created_at, job.project_id, job.id))
+        item["pendingSk"] = s(
+            storage_keys.pending_job_sort_key(job.created_at, ProjectId(job.project_id), job.id)
+        )
     if job.error is not None:
         item["error"] = s(job.error)
     return item
@@ -177,7 +175,7 @@ class DynamoJobStore:
                 Limit=limit,
             )
             for item in response.get("Items", []):
-                since, project, job_id = item["pendingSk"]["S"].rsplit("#", 2)
+                since, project, job_id = storage_keys.parse_pending_job_sort_key(item["pendingSk"]["S"])
                 yield PendingJob(ProjectId(project), job_id, since)
 
     def postpone(self, job: PendingJob, since: datetime) -> bool:
@@ -190,8 +188,10 @@ class DynamoJobStore:
                 UpdateExpression="SET pendingSk = :next",
                 ConditionExpression="pendingSk = :seen",
                 ExpressionAttributeValues={
-                    ":next": s(_pending_sort_key(format_instant(since), job.project, job.job_id)),
-                    ":seen": s(_pending_sort_key(job.since, job.project, job.job_id)),
+                    ":next": s(
+                        storage_keys.pending_job_sort_key(format_instant(since), job.project, job.job_id)
+                    ),
+                    ":seen": s(storage_keys.pending_job_sort_key(job.since, job.project, job.job_id)),
                 },
             )
         except ClientError as exc:

@@ -78,8 +78,9 @@ _HEAD_NAMES: Final = {"#seq": "seq", "#hash": "hash"}
 
 
 def entry_item(entry: LedgerEntry) -> Item:
+    project = ProjectId(entry.project_id)
     return {
-        **key(storage_keys.ledger_entry_key(ProjectId(entry.project_id), entry.seq)),
+        **key(storage_keys.ledger_entry_key(project, entry.seq)),
         "v": n(entry.v),
         "projectId": s(entry.project_id),
         "ledgerSeq": n(entry.seq),
@@ -92,9 +93,9 @@ def entry_item(entry: LedgerEntry) -> Item:
         "prevHash": s(entry.prev_hash),
         "hash": s(entry.hash),
         "applyPk": s(UNAPPLIED_PARTITION),
-        "applySk": s(f"{entry.tombstoned_at}#{entry.project_id}#{storage_keys.ledger_sort_key(entry.seq)}"),
+        "applySk": s(storage_keys.work_list_sort_key(entry.tombstoned_at, project, entry.seq)),
         "duePk": s(PURGE_DUE_PARTITION),
-        "dueSk": s(f"{entry.purge_after}#{entry.project_id}#{storage_keys.ledger_sort_key(entry.seq)}"),
+        "dueSk": s(storage_keys.work_list_sort_key(entry.purge_after, project, entry.seq)),
     }
 
 

@@ -37,13 +37,13 @@ class DynamoPlacementStore(DynamoStructuringStore):
         request: dict[str, Any] = {"TableName": self._memories, "ConsistentRead": True}
         if project is not None:
             request["FilterExpression"] = "begins_with(pk, :project)"
-            request["ExpressionAttributeValues"] = {":project": s(f"{project}#")}
+            request["ExpressionAttributeValues"] = {":project": s(storage_keys.project_prefix(project))}
         while True:
             response = self._client.scan(**request)
             for item in response.get("Items", []):
                 if "id" not in item or "status" not in item:
                     continue  # not a memory item (the table holds only memories; be safe anyway)
-                owner = ProjectId(item["pk"]["S"].split("#", 1)[0])
+                owner = storage_keys.project_of_key(item["pk"]["S"])
                 yield memory_from_item(owner, item)
             start = response.get("LastEvaluatedKey")
             if not start:

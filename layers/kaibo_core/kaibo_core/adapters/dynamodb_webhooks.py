@@ -112,7 +112,7 @@ def outbox_item(event: OutboxEvent) -> Item:
         "createdAt": s(event.created_at),
         "data": s(json.dumps(dict(event.data), separators=(",", ":"), sort_keys=True)),
         "relayPk": s(UNRELAYED_PARTITION),
-        "relaySk": s(f"{event.created_at}#{project}#{storage_keys.ledger_sort_key(event.seq)}"),
+        "relaySk": s(storage_keys.work_list_sort_key(event.created_at, project, event.seq)),
         "expiresAt": n(_expires_at(event.created_at, OUTBOX_RETENTION_DAYS)),
     }
     if event.only_webhook:
@@ -236,8 +236,7 @@ class DynamoWebhookStore:
         )
         found = []
         for item in response.get("Items", []):
-            _at, project, seq = item["relaySk"]["S"].rsplit("#", 2)
-            found.append((ProjectId(project), int(seq)))
+            found.append(storage_keys.parse_work_list_sort_key(item["relaySk"]["S"]))
         return found
 
     def mark_relayed(self, project: ProjectId, seq: int) -> None:

@@ -99,6 +99,27 @@ def pending_jobs_partition(shard: int) -> str:
     return f"pending#{shard}"
 
 
+def pending_job_sort_key(since: str, project: ProjectId, job_id: str) -> str:
+    """Sort key of an unfinished job in the PendingJobs index: oldest first, across projects."""
+    return f"{since}#{project}#{job_id}"
+
+
+def parse_pending_job_sort_key(sort_key: str) -> tuple[str, ProjectId, str]:
+    """``(since, project, job id)`` of a ``pending_job_sort_key``."""
+    since, project, job_id = sort_key.rsplit("#", 2)
+    return since, ProjectId(project), job_id
+
+
+def project_prefix(project: ProjectId) -> str:
+    """What every key of ``project`` starts with (a scan of one project's items filters on it)."""
+    return f"{project}#"
+
+
+def project_of_key(pk: str) -> ProjectId:
+    """The project a partition key belongs to."""
+    return ProjectId(pk.split("#", 1)[0])
+
+
 # --- the deletion ledger ----------------------------------------------------------------------
 
 #: Entry sort keys are the seq in this many digits, so that string order is seq order.
@@ -158,6 +179,18 @@ def outbox_event_key(project: ProjectId, seq: int) -> dict[str, str]:
 
 def outbox_head_key(project: ProjectId) -> dict[str, str]:
     return {"pk": outbox_pk(project), "sk": OUTBOX_HEAD_SORT_KEY}
+
+
+def work_list_sort_key(at: str, project: ProjectId, seq: int) -> str:
+    """Sort key in a sparse index of work across projects, oldest first: the ledger's entries not
+    applied (``applySk``) or due to purge (``dueSk``), the outbox events not relayed (``relaySk``)."""
+    return f"{at}#{project}#{ledger_sort_key(seq)}"
+
+
+def parse_work_list_sort_key(sort_key: str) -> tuple[ProjectId, int]:
+    """``(project, seq)`` of a ``work_list_sort_key``."""
+    _at, project, seq = sort_key.rsplit("#", 2)
+    return ProjectId(project), int(seq)
 
 
 def deliveries_pk(project: ProjectId, webhook_id: str) -> str:
