@@ -20,8 +20,10 @@ from kaibo_core.adapters.dynamodb_structuring import DynamoStructuringStore
 from kaibo_core.adapters.dynamodb_values import key
 from kaibo_core.core import storage_keys
 from kaibo_core.core.job_messages import parse_job_message
+from kaibo_core.core.models.memories import MemoryRecord
 from kaibo_core.core.models.recall import RecallQuery
 from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.core.structuring.rules import RuleStructurer
 from kaibo_core.runtime import wiring
 from kaibo_core.services.recall import RecallService
 from kaibo_core.services.remember import RememberService
@@ -496,3 +498,54 @@ def test_given_a_replayed_key_after_structuring_then_its_memory_is_shown_as_it_i
     (shown,) = replay.body["memories"]
     assert shown["id"] == first.body["memories"][0]["id"]
     assert shown["status"] == get_memory(project, shown["id"]).body["status"] == "replaced"
+
+
+class ForgottenWhileStaged(DynamoStructuringStore):
+    """The DynamoDB store, with the event forgotten (through the forget route) right after its
+    memories are staged: the commit's own condition is then all that stands in the way."""
+
+    def __init__(self, stack: Any, project: str, stream: str) -> None:
+        super().__init__(stack.dynamodb, stack.tables["MemoriesTable"], stack.tables["TermIndexTable"])
+        self._forget: dict[str, str] | None = {"project": project, "stream": stream}
+
+    def stage(self, memory: MemoryRecord) -> bool:
+        staged = super().stage(memory)
+        if self._forget is not None:
+            forget, self._forget = self._forget, None
+            reply = call(
+                "forget",
+                "POST",
+                "/v1/forget",
+                body={"stream": forget["stream"], "reason": "erase"},
+                context=project_context(forget["project"]),
+            )
+            assert reply.status == 200, reply.body
+        return staged
+
+
+def test_given_a_forget_between_staging_and_commit_then_the_commit_is_refused_on_dynamodb(
+    handler_env: Any,
+) -> None:
+    project = ProjectId(new_project())
+    reply = remember(
+        project, {"stream": "chat-1", "events": [message("k1", "My bike lock is Snarkish 5150")]}
+    )
+    provisional_id = reply.body["memories"][0]["id"]
+    store = ForgottenWhileStaged(handler_env, project, "chat-1")
+    _, _, jobs = stores(handler_env)
+    service = StructuringService(
+        DynamoEventStore(
+            handler_env.dynamodb, handler_env.tables["EventsTable"], handler_env.tables["IdempotencyTable"]
+        ),
+        store,
+        DynamoTermIndex(handler_env.dynamodb, handler_env.tables["TermIndexTable"]),
+        RuleStructurer(),
+    )
+
+    stats = service.structure_job(project, reply.body["jobId"], jobs)
+
+    assert stats.refused == 1
+    assert stats.memories == 0
+    assert get_memory(project, provisional_id).body["status"] == "tombstoned"  # not resurrected as replaced
+    assert get_memory(project, f"{provisional_id}-1").body["status"] == "tombstoned"  # staged, abandoned
+    assert recall_ids(project, "Snarkish bike lock") == []
