@@ -9,7 +9,9 @@ from tools.deploy_reference import BLOCKS, DEPLOY_DOC, render
 def test_given_the_template_then_the_deploy_doc_lists_exactly_its_functions_tables_and_alarms() -> None:
     doc = DEPLOY_DOC.read_text(encoding="utf-8")
     for name in BLOCKS:
-        assert f"<!-- generated:{name} -->" in doc, name
+        assert doc.count(f"<!-- generated:{name} -->") == 1, name
+    headings = [line for line in doc.splitlines() if line.startswith("#")]
+    assert len(headings) == len(set(headings)), "a section appears twice"
     assert render(doc, load_template()) == doc, "docs/deploy.md differs from template.yaml: run make docs"
 
 
