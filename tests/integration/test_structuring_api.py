@@ -305,15 +305,14 @@ def test_given_duplicates_of_a_job_delivered_concurrently_then_the_same_memories
     assert sum(int(i["docs"]["N"]) for i in corpus) == 3  # three structured, three provisional gone
 
 
-def test_given_two_racing_superseders_then_one_wins_and_the_newest_stays_current(handler_env: Any) -> None:
-    project = ProjectId(new_project())
-    service, memories, jobs = stores(handler_env)
+def original_and_racers(
+    stack: Any, project: ProjectId, old: str, newer: list[str]
+) -> tuple[str, list[Reply]]:
+    """``old`` remembered and structured (June 1), then each of ``newer`` remembered (June 2, 3, ...)
+    naming it in ``supersedes``, not structured yet: the original's id and the racers' replies."""
+    service, _, jobs = stores(stack)
     first = remember(
-        project,
-        {
-            "stream": "chat-1",
-            "events": [message("k1", "The release target is July 13", occurredAt="2026-06-01T09:00:00Z")],
-        },
+        project, {"stream": "chat-1", "events": [message("k1", old, occurredAt="2026-06-01T09:00:00Z")]}
     )
     service.structure_job(project, first.body["jobId"], jobs)
     original = f"{first.body['memories'][0]['id']}-1"
@@ -323,17 +322,24 @@ def test_given_two_racing_superseders_then_one_wins_and_the_newest_stays_current
             {
                 "stream": "chat-1",
                 "events": [
-                    message(
-                        f"k{n}",
-                        f"The release target is July {day}",
-                        occurredAt=f"2026-06-0{n}T09:00:00Z",
-                        supersedes=[original],
-                    )
+                    message(f"k{n}", text, occurredAt=f"2026-06-0{n}T09:00:00Z", supersedes=[original])
                 ],
             },
         )
-        for n, day in ((2, 17), (3, 20))
+        for n, text in enumerate(newer, 2)
     ]
+    return original, racers
+
+
+def test_given_two_racing_superseders_then_one_wins_and_the_newest_stays_current(handler_env: Any) -> None:
+    project = ProjectId(new_project())
+    _, memories, _ = stores(handler_env)
+    original, racers = original_and_racers(
+        handler_env,
+        project,
+        "The release target is July 13",
+        ["The release target is July 17", "The release target is July 20"],
+    )
     barrier = threading.Barrier(2)
 
     def race(reply: Reply) -> None:
@@ -549,3 +555,56 @@ def test_given_a_forget_between_staging_and_commit_then_the_commit_is_refused_on
     assert get_memory(project, provisional_id).body["status"] == "tombstoned"  # not resurrected as replaced
     assert get_memory(project, f"{provisional_id}-1").body["status"] == "tombstoned"  # staged, abandoned
     assert recall_ids(project, "Snarkish bike lock") == []
+
+
+class CommitTogether(DynamoStructuringStore):
+    """The DynamoDB store, whose first commit waits until the other racer's first commit comes:
+    both resolved their links against the same state, so exactly one commit can win."""
+
+    def __init__(self, stack: Any, barrier: threading.Barrier) -> None:
+        super().__init__(stack.dynamodb, stack.tables["MemoriesTable"], stack.tables["TermIndexTable"])
+        self._barrier: threading.Barrier | None = barrier
+
+    def commit(self, *args: Any, **kwargs: Any) -> Any:
+        if self._barrier is not None:
+            barrier, self._barrier = self._barrier, None
+            barrier.wait(timeout=DEADLINE_SECONDS)
+        return super().commit(*args, **kwargs)
+
+
+def test_given_two_superseders_committing_at_once_then_one_wins_and_the_other_resolves_again(
+    handler_env: Any,
+) -> None:
+    project = ProjectId(new_project())
+    _, memories, _ = stores(handler_env)
+    original, racers = original_and_racers(
+        handler_env,
+        project,
+        "The offsite is in Lisbon",
+        ["The offsite is in Porto", "The offsite is in Madrid"],
+    )
+    barrier = threading.Barrier(2)
+
+    def race(reply: Reply) -> Any:
+        client, tables = handler_env.dynamodb, handler_env.tables
+        racer = StructuringService(
+            DynamoEventStore(client, tables["EventsTable"], tables["IdempotencyTable"]),
+            CommitTogether(handler_env, barrier),
+            DynamoTermIndex(client, tables["TermIndexTable"]),
+            ScriptedStructurer(),
+        )
+        return racer.structure_job(project, reply.body["jobId"], DynamoJobStore(client, tables["JobsTable"]))
+
+    with ThreadPoolExecutor(2) as pool:
+        stats = [f.result() for f in [pool.submit(race, r) for r in racers]]
+
+    assert sum(s.conflicts for s in stats) == 1  # both tried at once: the condition refused exactly one
+    old = memories.get(project, original)
+    porto, madrid = (memories.get(project, f"{r.body['memories'][0]['id']}-1") for r in racers)
+    assert old is not None
+    assert porto is not None
+    assert madrid is not None
+    assert old.status == "superseded"
+    assert len(old.superseded_by) == 1  # retired exactly once
+    assert madrid.status == "active"
+    assert porto.status == "superseded"
