@@ -684,3 +684,24 @@ def test_given_structuring_committing_while_a_forget_runs_then_what_it_made_is_f
     run_purge()
     assert get_memory(project, structured).body["status"] == "purged"
     assert residue(handler_env, marker_forms(marker)) == []
+
+
+def test_given_one_memory_of_an_event_forgotten_then_every_memory_of_that_event_goes_with_it(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    (made,) = remember_structured(
+        handler_env, project, "chat", "Move the offsite from Lisbon to Porto, Kiko books it."
+    )
+    provisional, *structured = memory_ids_of(project, made)
+    assert len(structured) >= 2  # one event, several memories (the decision, the new fact, ...)
+
+    reply = forget(project, {"memoryId": structured[-1], "reason": "wrong city"})
+
+    assert reply.status == 200, reply.body
+    why = {m["id"]: m["why"] for m in reply.body["memories"]}
+    assert why[structured[-1]] == "match"
+    assert {why[sibling] for sibling in structured[:-1]} == {"same_source_event"}, why
+    assert why[provisional] == "older_version"  # the event's provisional memory: what the match replaced
+    assert all(get_memory(project, m).body["status"] == "tombstoned" for m in [provisional, *structured])
+    assert recalled_ids(project, "offsite Porto") == []

@@ -608,3 +608,45 @@ def test_given_two_superseders_committing_at_once_then_one_wins_and_the_other_re
     assert len(old.superseded_by) == 1  # retired exactly once
     assert madrid.status == "active"
     assert porto.status == "superseded"
+
+
+def test_given_a_cancel_then_validity_ends_at_it_links_run_both_ways_and_the_past_still_sees_it(
+    handler_env: Any,
+) -> None:
+    project = ProjectId(new_project())
+    service, _, jobs = stores(handler_env)
+    first = remember(
+        project,
+        {
+            "stream": "s",
+            "events": [message("k1", "Board review on June 9 at 3pm", occurredAt="2026-06-01T09:00:00Z")],
+        },
+    )
+    service.structure_job(project, first.body["jobId"], jobs)
+    original = f"{first.body['memories'][0]['id']}-1"
+    cancel = remember(
+        project,
+        {
+            "stream": "s",
+            "events": [
+                message("k2", "Board review is off", occurredAt="2026-06-02T09:00:00Z", cancels=[original])
+            ],
+        },
+    )
+    service.structure_job(project, cancel.body["jobId"], jobs)
+    canceller = f"{cancel.body['memories'][0]['id']}-1"
+
+    old, new = get_memory(project, original).body, get_memory(project, canceller).body
+    assert old["status"] == "canceled"
+    assert old["validTo"] == new["validFrom"] == "2026-06-02T09:00:00.000Z"
+    assert old["supersededBy"] == [canceller]
+    assert new["supersedes"] == [original]
+    before = call(
+        "recall",
+        "POST",
+        "/v1/recall",
+        body={"question": "When is the board review?", "asOf": "2026-06-01T12:00:00Z"},
+        context=project_context(project),
+    )
+    assert original in [item["memoryId"] for item in before.body["items"]]  # valid then
+    assert original not in recall_ids(project, "When is the board review?")  # not now
