@@ -37,7 +37,7 @@ console.log(`recall: ${pack.top.text}`);
 // 3. Explain the top memory: its versions, oldest first.
 console.log("explain, oldest first:");
 for (const version of (await kaibo.explain(pack.top)).chain) {
-  console.log(`  ${version.status}: ${version.content}`);
+  console.log(`  ${version.status}: ${version.content ?? "(forgotten)"}`); // no text once forgotten
 }
 
 // 4. The structuring job of the change: queued, structuring, done or failed.

@@ -37,7 +37,7 @@ print(f"recall: {top['text']}")
 # 3. Explain the top memory: its versions, oldest first.
 print("explain, oldest first:")
 for version in kaibo.explain(top)["chain"]:
-    print(f"  {version['status']}: {version['content']}")
+    print(f"  {version['status']}: {version.get('content', '(forgotten)')}")  # no text once forgotten
 
 # 4. The structuring job of the change: queued, structuring, done or failed.
 print(f"job: {kaibo.job(change['jobId'])['status']}")

@@ -24,7 +24,7 @@ jq -r '"recall: \(.items[0].text // "abstained: \(.abstain.reason)")"' <<<"$answ
 memory=$(jq -r '.items[0].memoryId' <<<"$answer")
 echo "explain, oldest first:"
 curl -sS --fail-with-body -X POST "$KAIBO_ENDPOINT/v1/explain" -H "$auth" -d "{\"memoryId\": \"$memory\"}" |
-  jq -r '.chain[] | "  \(.status): \(.content)"'
+  jq -r '.chain[] | "  \(.status): \(.content // "(forgotten)")"'
 
 # 4. The structuring job of the change: queued, structuring, done or failed.
 job=$(jq -r .jobId <<<"$change")

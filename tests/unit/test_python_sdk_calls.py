@@ -108,3 +108,19 @@ def test_given_a_misspelt_or_missing_keyword_then_type_error_before_any_request(
         _calls.recall("q", 50, asof="2026-07-01T00:00:00Z")  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="missing reason"):
         _calls.forget(stream="s")  # type: ignore[call-arg]
+
+
+def test_given_a_limit_then_every_streams_page_asks_for_it() -> None:
+    pages = _calls.CursorPages(limit=2)
+    first = pages.next_call()
+    assert first is not None
+    assert first.query == {"limit": 2}
+    pages.take({"streams": [{"stream": "a"}], "nextCursor": "c1"})
+    second = pages.next_call()
+    assert second is not None
+    assert second.query == {"cursor": "c1", "limit": 2}
+
+
+def test_given_no_scopes_then_a_new_key_takes_the_route_s_default() -> None:
+    assert _calls.create_key("prj_1", None).body == {}  # read and write, as the route decides
+    assert _calls.create_key("prj_1", ["read"]).body == {"scopes": ["read"]}

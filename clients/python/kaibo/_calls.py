@@ -169,8 +169,9 @@ def create_project(name: str, time_zone: str | None = None) -> Call[dict[str, An
     return Call("POST", "/v1/admin/projects", an_object, body)
 
 
-def create_key(project_id: str, scopes: Sequence[str]) -> Call[dict[str, Any]]:
-    return Call("POST", f"/v1/admin/projects/{segment(project_id)}/keys", an_object, {"scopes": list(scopes)})
+def create_key(project_id: str, scopes: Sequence[str] | None) -> Call[dict[str, Any]]:
+    body = {} if scopes is None else {"scopes": list(scopes)}  # none: the route's default, read and write
+    return Call("POST", f"/v1/admin/projects/{segment(project_id)}/keys", an_object, body)
 
 
 def revoke_key(key_id: str) -> Call[None]:
@@ -216,15 +217,19 @@ class SeqPages:
 class CursorPages:
     """Every stream head of ``GET /v1/streams``, following ``nextCursor`` (never twice the same)."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int | None = None) -> None:
         self._cursor: str | None = None
         self._seen: set[str] = set()
         self._done = False
+        self._limit = limit
 
     def next_call(self) -> Call[dict[str, Any]] | None:
         if self._done:
             return None
-        return Call("GET", "/v1/streams", an_object, query={"cursor": self._cursor} if self._cursor else None)
+        query: dict[str, str | int] = {"cursor": self._cursor} if self._cursor else {}
+        if self._limit is not None:
+            query["limit"] = self._limit
+        return Call("GET", "/v1/streams", an_object, query=query or None)
 
     def take(self, page: dict[str, Any]) -> list[dict[str, Any]]:
         heads = page.get("streams")

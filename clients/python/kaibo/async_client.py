@@ -150,9 +150,9 @@ class AsyncKaiboClient(ClientSettings[httpx.AsyncClient, httpx.AsyncBaseTranspor
 
     # -- event log -------------------------------------------------------------------------------
 
-    def streams(self) -> AsyncGenerator[dict[str, Any], None]:
-        """GET /v1/streams, every page: each stream's head ``{"stream", "seq", "hash"}``."""
-        return self._paged(_calls.CursorPages())
+    def streams(self, limit: int | None = None) -> AsyncGenerator[dict[str, Any], None]:
+        """GET /v1/streams, every page (``limit`` heads each): each stream's head."""
+        return self._paged(_calls.CursorPages(limit))
 
     def events(
         self, stream: str, from_seq: int = 1, limit: int = DEFAULT_EVENTS_PAGE
@@ -181,8 +181,8 @@ class AsyncKaiboClient(ClientSettings[httpx.AsyncClient, httpx.AsyncBaseTranspor
         """POST /v1/admin/projects: a new project and its first key."""
         return await self._call(_calls.create_project(name, time_zone))
 
-    async def create_key(self, project_id: str, scopes: Sequence[str]) -> dict[str, Any]:
-        """POST /v1/admin/projects/{id}/keys: another key of a project."""
+    async def create_key(self, project_id: str, scopes: Sequence[str] | None = None) -> dict[str, Any]:
+        """POST /v1/admin/projects/{id}/keys: another key of a project (``scopes`` None: read, write)."""
         return await self._call(_calls.create_key(project_id, scopes))
 
     async def revoke_key(self, key_id: str) -> None:

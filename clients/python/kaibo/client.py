@@ -207,9 +207,10 @@ class KaiboClient(ClientSettings[httpx.Client, httpx.BaseTransport]):
 
     # -- event log (verify) --------------------------------------------------------------------
 
-    def streams(self) -> Generator[dict[str, Any], None, None]:
-        """GET /v1/streams, every page: ``{"stream", "seq", "hash"}`` per stream (its head)."""
-        return self._paged(_calls.CursorPages())
+    def streams(self, limit: int | None = None) -> Generator[dict[str, Any], None, None]:
+        """GET /v1/streams, every page (``limit`` heads each, 1-1000; the API's default 500):
+        ``{"stream", "seq", "hash"}`` per stream (its head)."""
+        return self._paged(_calls.CursorPages(limit))
 
     def events(
         self, stream: str, from_seq: int = 1, limit: int = DEFAULT_EVENTS_PAGE
@@ -269,8 +270,9 @@ class KaiboClient(ClientSettings[httpx.Client, httpx.BaseTransport]):
         """
         return self._call(_calls.create_project(name, time_zone))
 
-    def create_key(self, project_id: str, scopes: Sequence[str]) -> dict[str, Any]:
-        """POST /v1/admin/projects/{id}/keys: another key ``{"keyId", "apiKey", "scopes"}``."""
+    def create_key(self, project_id: str, scopes: Sequence[str] | None = None) -> dict[str, Any]:
+        """POST /v1/admin/projects/{id}/keys: another key ``{"keyId", "apiKey", "scopes"}``
+        (``scopes`` None: the route's default, read and write)."""
         return self._call(_calls.create_key(project_id, scopes))
 
     def revoke_key(self, key_id: str) -> None:

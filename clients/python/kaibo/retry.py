@@ -1,8 +1,9 @@
 """When a failed call is sent again, and after how long: a pure policy both clients share.
 
 - ``429`` (``stream_busy``, the gateway's throttle or quota) is retried for every call: the API
-  answers it before anything is written. The wait is its ``Retry-After`` (capped at
-  ``max_retry_after``), or the backoff when it has none.
+  answers it before anything is written. The wait is its ``Retry-After``, or the backoff when it
+  has none. A ``Retry-After`` longer than ``max_retry_after`` (a used-up quota: an hour) is final:
+  the error is raised at once, its ``retry_after`` telling the caller when to come back.
 - ``500``, ``502``, ``503``, ``504`` and connection failures (refused, reset, no answer line)
   are retried only for an idempotent call (``kaibo._http.is_idempotent``): the first attempt
   may have done its work, and only those calls can safely do it again.
@@ -52,7 +53,7 @@ class RetryPolicy:
             return None
         retry_after = error.retry_after if isinstance(error, KaiboAPIError) else None
         if retry_after is not None:
-            return min(retry_after, self.max_retry_after)
+            return retry_after if retry_after <= self.max_retry_after else None
         return self.backoff(attempt)
 
     def backoff(self, attempt: int) -> float:

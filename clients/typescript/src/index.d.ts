@@ -143,7 +143,8 @@ export declare class Kaibo {
   readonly timeoutMs: number;
   readonly maxRetries: number;
 
-  /** POST /v1/remember: append events to a stream (`wait: true` blocks until they are searchable). */
+  /** POST /v1/remember: append events to a stream. They are searchable at once (provisional memories);
+   * `wait: true` waits for structuring, at most the server's wait (10 s), then answers 202 with the job to poll. */
   remember(request: RememberRequest, options?: CallOptions): Promise<RememberResponse>;
 
   /** POST /v1/recall: the smallest cited set of memories that answers the question, or an abstain. */

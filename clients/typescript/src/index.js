@@ -314,8 +314,9 @@ export class Kaibo {
         error.status === 429 ||
         (idempotent && (RETRIED_STATUSES.has(error.status) || error.code === "network_error"));
       if (!retried || attempt >= this.maxRetries) throw error;
-      const waitMs =
-        error.retryAfter === undefined ? backoffMs(attempt) : Math.min(error.retryAfter * 1000, MAX_RETRY_AFTER_MS);
+      // A Retry-After past the cap (a used-up quota: an hour) is final: the caller reads error.retryAfter.
+      if (error.retryAfter !== undefined && error.retryAfter * 1000 > MAX_RETRY_AFTER_MS) throw error;
+      const waitMs = error.retryAfter === undefined ? backoffMs(attempt) : error.retryAfter * 1000;
       await sleep(waitMs, signal);
     }
   }

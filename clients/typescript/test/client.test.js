@@ -215,6 +215,12 @@ describe("the client", () => {
     assert.equal(calls.length, 3);
   });
 
+  test("a Retry-After past the cap (a used-up quota) is thrown at once, not waited for and asked again", async () => {
+    const { fetch, calls } = scripted(apiError(429, "quota_exceeded", {}, { "Retry-After": "3600" }));
+    await assert.rejects(client(fetch).recall("q"), { status: 429, code: "quota_exceeded", retryAfter: 3600 });
+    assert.equal(calls.length, 1);
+  });
+
   test("a 5xx is retried for idempotent calls: recall, explain, remember, a dry run, GETs", async () => {
     const kaiboFor = (fetch) => client(fetch, { maxRetries: 1 });
     const calls = [
