@@ -273,10 +273,12 @@ export class Kaibo {
 
   /**
    * Send a request until it gets a 2xx: { response, deadline } (the caller reads the body, then
-   * clears the deadline). 429 is retried for every call, after its Retry-After; 5xx and network
-   * errors only when `idempotent`. Timeouts and aborts are not retried.
+   * clears the deadline), or with `readText` { response, text }: the body read within the attempt,
+   * so that a connection lost mid-body is retried like one lost before the status. 429 is retried
+   * for every call, after its Retry-After; 5xx and network errors only when `idempotent`.
+   * Timeouts and aborts are not retried.
    */
-  async #send(method, path, { body, query, idempotent, signal, timeoutMs, accept = JSON_TYPE }) {
+  async #send(method, path, { body, query, idempotent, signal, timeoutMs, accept = JSON_TYPE, readText = false }) {
     const what = `${method} ${path}`;
     let url = this.baseUrl + path;
     if (query) {
@@ -304,7 +306,12 @@ export class Kaibo {
           signal: deadline.signal,
           redirect: "manual",
         });
-        if (response.status >= 200 && response.status < 300) return { response, deadline };
+        if (response.status >= 200 && response.status < 300) {
+          if (!readText) return { response, deadline };
+          const text = await response.text();
+          deadline.clear();
+          return { response, text };
+        }
         error = await errorFrom(response, what);
       } catch (thrown) {
         error = deadline.failure(thrown, what, this.baseUrl);
@@ -324,15 +331,7 @@ export class Kaibo {
   /** One call answering a JSON object. */
   async #json(method, path, options) {
     const what = `${method} ${path}`;
-    const { response, deadline } = await this.#send(method, path, options);
-    let text;
-    try {
-      text = await response.text();
-    } catch (thrown) {
-      throw deadline.failure(thrown, what, this.baseUrl);
-    } finally {
-      deadline.clear();
-    }
+    const { response, text } = await this.#send(method, path, { ...options, readText: true });
     let answer;
     try {
       answer = JSON.parse(text);

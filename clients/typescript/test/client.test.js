@@ -249,6 +249,26 @@ describe("the client", () => {
     assert.equal(unreachable.calls.length, 1);
   });
 
+  test("a connection lost mid-body is retried for idempotent calls, and not for a real forget", async () => {
+    const cutOff = () =>
+      new Response(
+        new ReadableStream({
+          start(controller) {
+            controller.enqueue(new TextEncoder().encode('{"items": ['));
+            controller.error(new TypeError("terminated"));
+          },
+        }),
+        { status: 200, headers: { "content-type": "application/json" } },
+      );
+    const { fetch, calls } = scripted(cutOff, json(200, ANSWER));
+    const pack = await client(fetch).recall("q");
+    assert.equal(pack.top.memoryId, "mem_1");
+    assert.equal(calls.length, 2);
+    const once = scripted(cutOff, json(200, {}));
+    await assert.rejects(client(once.fetch).forget({ memoryId: "mem_1", reason: "r" }), { code: "network_error" });
+    assert.equal(once.calls.length, 1); // it may have erased: never sent twice
+  });
+
   test("a network error is retried for idempotent calls, then thrown as network_error", async () => {
     const refused = new TypeError("fetch failed", { cause: Object.assign(new Error("connect"), { code: "ECONNREFUSED" }) });
     const { fetch, calls } = scripted(() => Promise.reject(refused));
