@@ -163,7 +163,8 @@ _CHOSEN_OPTION: Final = re.compile(
     r"\bthe\s+(?:[\w-]+\s+){0,2}options?\b(?!\s*(?:is|are|was|would|could|here|:))", re.IGNORECASE
 )
 _REPORTED: Final = re.compile(
-    r"\b(?:said|says|say|told|tells|mention(?:s|ed)?|asked|asks|claimed|claims|(?:i|we|they|you)\s+claim|claim\s+(?:is\s+)?that|believes?|thinks"
+    r"\b(?:said|says|say|told|tells|mention(?:s|ed)?|asked|asks|believes?|thinks"
+    r"|claimed|claims|(?:i|we|they|you)\s+claim|claim\s+(?:is\s+)?that"  # the verb, not the noun
     r"|heard|hear|according to|reportedly|wants to know|wrote that|emailed that|reckons?|swears?|insists?)\b",
     re.IGNORECASE,
 )
