@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 from pathlib import Path
 
-from kaibo.client import KaiboClient
-from kaibo_core.core import webhook_signing
+from kaibo import KaiboClient, verify_webhook
 from tests.integration.test_local_lifecycle import StackProcess, assert_stops_whole, launch, wait_for
 from tests.integration.test_webhooks_api import Receiver
 
@@ -33,8 +31,14 @@ def start(tmp: Path, data: Path) -> tuple[StackProcess, KaiboClient]:
 
 
 def signed_by(secret: str, receiver: Receiver) -> bool:
-    now = int(time.time())
-    return all(webhook_signing.verify(secret, headers, body, now=now) for headers, body in receiver.received)
+    """Every delivery verifies as a subscriber checks it: the SDK's verify_webhook, the clock now."""
+    return bool(receiver.received) and all(
+        verify_webhook(secret, headers, body) for headers, body in receiver.received
+    )
+
+
+def outcomes(client: KaiboClient, webhook_id: str) -> list[str]:
+    return [attempt["outcome"] for attempt in client.webhook_deliveries(webhook_id, limit=2)]
 
 
 def test_given_a_local_receiver_then_structured_and_forgotten_arrive_signed_and_survive_a_restart(
@@ -45,11 +49,7 @@ def test_given_a_local_receiver_then_structured_and_forgotten_arrive_signed_and_
     data = tmp_path / "data"
     stack, client = start(tmp_path / "first", data)
     try:
-        created = client.request(
-            "POST",
-            "/v1/webhooks",
-            body={"url": receiver.url, "events": ["memory.structured", "memory.forgotten"]},
-        )
+        created = client.create_webhook(receiver.url, ["memory.structured", "memory.forgotten"])
         secret = created["secret"]
         text = f"The {MARKER} offsite moved to June 9."
         remembered = client.remember(
@@ -64,7 +64,7 @@ def test_given_a_local_receiver_then_structured_and_forgotten_arrive_signed_and_
         assert structured["data"]["jobId"] == remembered["jobId"]
         memory_id = structured["data"]["memoryIds"][0]
 
-        forgotten = client.request("POST", "/v1/forget", body={"memoryId": memory_id, "reason": REASON})
+        forgotten = client.forget(memory_id=memory_id, reason=REASON)
         wait_for(
             lambda: any(b["type"] == "memory.forgotten" for b in receiver.bodies()), what="memory.forgotten"
         )
@@ -79,9 +79,17 @@ def test_given_a_local_receiver_then_structured_and_forgotten_arrive_signed_and_
 
         receiver.statuses = [500]  # the next delivery fails once, then succeeds
         receiver.received.clear()
-        sent = client.request("POST", f"/v1/webhooks/{created['id']}/test")
+        sent = client.test_webhook(created["id"])
         wait_for(lambda: len(receiver.received) >= 2, what="the retried test event")
         assert [json.loads(b)["id"] for _h, b in receiver.received] == [sent["eventId"]] * 2
+        # The attempt log is written once the answer came: poll it. Newest first.
+        wait_for(
+            lambda: outcomes(client, created["id"]) == ["delivered", "retrying"],
+            what="the test event's two attempts in the log",
+        )
+        assert not verify_webhook(
+            client.rotate_webhook_secret(created["id"])["secret"], *receiver.received[0]
+        )
     finally:
         assert_stops_whole(stack, signal.SIGTERM, group=False)
     logs = stack.out.read_text() + stack.err.read_text()
@@ -89,9 +97,11 @@ def test_given_a_local_receiver_then_structured_and_forgotten_arrive_signed_and_
     stack, client = start(tmp_path / "second", data)
     try:
         receiver.received.clear()
-        client.request("POST", f"/v1/webhooks/{created['id']}/test")
+        client.test_webhook(created["id"])
         wait_for(lambda: len(receiver.received) >= 1, what="a test event after the restart")
-        assert signed_by(secret, receiver)
+        assert signed_by(secret, receiver)  # the old secret still signs: rotated minutes ago, valid 24 h
+        client.delete_webhook(created["id"])
+        assert created["id"] not in [hook["id"] for hook in client.webhooks()]
     finally:
         assert_stops_whole(stack, signal.SIGTERM, group=False)
         server.shutdown()

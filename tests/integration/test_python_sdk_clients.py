@@ -398,6 +398,25 @@ def test_given_admin_calls_then_the_async_client_sends_them_once(stub: Stub) -> 
     ]
 
 
+def test_given_webhook_calls_then_a_5xx_is_retried_on_a_listing_only(stub: Stub, client: KaiboClient) -> None:
+    hook = {"id": "wh_1", "url": "https://example.com/h", "events": ["memory.forgotten"]}
+    stub.play(UNAVAILABLE, Reply(200, {"webhooks": [hook]}), UNAVAILABLE)
+    assert client.webhooks() == [hook]
+    with pytest.raises(KaiboAPIError):
+        client.create_webhook("https://example.com/h", ["memory.forgotten"])
+    stub.play(Reply(204), UNAVAILABLE)
+    assert run(stub, lambda kaibo: kaibo.delete_webhook("wh_1")) is None
+    with pytest.raises(KaiboAPIError):
+        run(stub, lambda kaibo: kaibo.rotate_webhook_secret("wh_1"))
+    assert [(seen.method, seen.path) for seen in stub.seen] == [
+        ("GET", "/v1/webhooks"),
+        ("GET", "/v1/webhooks"),
+        ("POST", "/v1/webhooks"),  # sent once: a second webhook would be made
+        ("DELETE", "/v1/webhooks/wh_1"),
+        ("POST", "/v1/webhooks/wh_1/rotate-secret"),  # sent once: each rotation makes a new secret
+    ]
+
+
 # -- the recall event stream -----------------------------------------------------------------------------
 
 

@@ -124,3 +124,50 @@ def test_given_a_limit_then_every_streams_page_asks_for_it() -> None:
 def test_given_no_scopes_then_a_new_key_takes_the_route_s_default() -> None:
     assert _calls.create_key("prj_1", None).body == {}  # read and write, as the route decides
     assert _calls.create_key("prj_1", ["read"]).body == {"scopes": ["read"]}
+
+
+def test_given_the_webhook_calls_then_each_names_its_route_and_body() -> None:
+    calls = [
+        _calls.create_webhook("https://example.com/h", ["memory.forgotten"]),
+        _calls.create_webhook("https://example.com/h", ("memory.structured",), description="mirror"),
+        _calls.webhooks(),
+        _calls.webhook("wh_1"),
+        _calls.delete_webhook("wh_1"),
+        _calls.rotate_webhook_secret("wh_1"),
+        _calls.test_webhook("wh_1"),
+        _calls.webhook_deliveries("wh_1"),
+        _calls.webhook_deliveries("wh/..", limit=5),
+    ]
+    assert [(call.method, call.path, call.body, call.query) for call in calls] == [
+        ("POST", "/v1/webhooks", {"url": "https://example.com/h", "events": ["memory.forgotten"]}, None),
+        (
+            "POST",
+            "/v1/webhooks",
+            {"url": "https://example.com/h", "events": ["memory.structured"], "description": "mirror"},
+            None,
+        ),
+        ("GET", "/v1/webhooks", None, None),
+        ("GET", "/v1/webhooks/wh_1", None, None),
+        ("DELETE", "/v1/webhooks/wh_1", None, None),
+        ("POST", "/v1/webhooks/wh_1/rotate-secret", None, None),
+        ("POST", "/v1/webhooks/wh_1/test", None, None),
+        ("GET", "/v1/webhooks/wh_1/deliveries", None, None),
+        ("GET", "/v1/webhooks/wh%2F../deliveries", None, {"limit": 5}),
+    ]
+
+
+def test_given_a_listing_then_its_list_is_the_result_and_anything_else_is_invalid() -> None:
+    assert _calls.webhooks().result({"webhooks": [{"id": "wh_1"}]}) == [{"id": "wh_1"}]
+    assert _calls.webhook_deliveries("wh_1").result({"deliveries": []}) == []
+    answers: list[Any] = [{}, {"webhooks": {"id": "wh_1"}}, {"webhooks": ["wh_1"]}, []]
+    for answer in answers:
+        with pytest.raises(KaiboAPIError) as error:
+            _calls.webhooks().result(answer)
+        assert error.value.code == "invalid_response"
+
+
+def test_given_a_bad_webhook_argument_then_a_type_error_before_any_request() -> None:
+    with pytest.raises(TypeError, match="list of event names"):
+        _calls.create_webhook("https://example.com/h", "memory.forgotten")
+    with pytest.raises(TypeError, match="webhook id"):
+        _calls.webhook("")

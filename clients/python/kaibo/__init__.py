@@ -2,8 +2,9 @@
 verification and the ``kaibo`` CLI.
 
 Dependency-light on purpose: ``httpx`` plus ``kaibo_core.core.chain`` and
-``kaibo_core.core.ledger`` (which need only ``rfc8785``), so verifying a chain or the deletion
-ledger never pulls in AWS SDKs. docs/python-sdk.md shows the SDK in use.
+``kaibo_core.core.ledger`` (which need only ``rfc8785``) and ``kaibo_core.core.webhook_signing``
+(the standard library), so verifying a chain, the deletion ledger or a webhook delivery never
+pulls in AWS SDKs. docs/python-sdk.md shows the SDK in use.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from kaibo.ledger_verify import LedgerReport, ReceiptFailure, ReceiptReport, ver
 from kaibo.results import Citation, RecallItem, RecallPack
 from kaibo.retry import RetryPolicy
 from kaibo.verify import StreamReport, verify_all, verify_events, verify_stream
+from kaibo.webhooks import verify_webhook
 
 __version__ = "0.1.0"
 
@@ -39,4 +41,5 @@ __all__ = [
     "verify_ledger",
     "verify_receipt",
     "verify_stream",
+    "verify_webhook",
 ]

@@ -162,6 +162,58 @@ def receipt(receipt_id: str) -> Call[dict[str, Any]]:
     return Call("GET", f"/v1/receipts/{segment(receipt_id)}", an_object)
 
 
+def listed(field: str) -> Callable[[str, Any], list[dict[str, Any]]]:
+    """A reader of an answer that wraps one list of objects: ``{"webhooks": [...]}``."""
+
+    def read(what: str, answer: Any) -> list[dict[str, Any]]:
+        items = an_object(what, answer).get(field)
+        if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+            raise invalid_response(what, f"'{field}' is not a list of objects")
+        return items
+
+    return read
+
+
+def _webhook_path(webhook_id: str) -> str:
+    if not isinstance(webhook_id, str) or not webhook_id:
+        raise TypeError(f"needs a webhook id (wh_...), got {webhook_id!r}")
+    return f"/v1/webhooks/{segment(webhook_id)}"
+
+
+def create_webhook(url: str, events: Sequence[str], description: str | None = None) -> Call[dict[str, Any]]:
+    if isinstance(events, str):
+        raise TypeError("events is a list of event names, e.g. ['memory.forgotten']")
+    body: dict[str, Any] = {"url": url, "events": list(events)}
+    if description is not None:
+        body["description"] = description
+    return Call("POST", "/v1/webhooks", an_object, body)
+
+
+def webhooks() -> Call[list[dict[str, Any]]]:
+    return Call("GET", "/v1/webhooks", listed("webhooks"))
+
+
+def webhook(webhook_id: str) -> Call[dict[str, Any]]:
+    return Call("GET", _webhook_path(webhook_id), an_object)
+
+
+def delete_webhook(webhook_id: str) -> Call[None]:
+    return Call("DELETE", _webhook_path(webhook_id), nothing)
+
+
+def rotate_webhook_secret(webhook_id: str) -> Call[dict[str, Any]]:
+    return Call("POST", f"{_webhook_path(webhook_id)}/rotate-secret", an_object)
+
+
+def test_webhook(webhook_id: str) -> Call[dict[str, Any]]:
+    return Call("POST", f"{_webhook_path(webhook_id)}/test", an_object)
+
+
+def webhook_deliveries(webhook_id: str, limit: int | None = None) -> Call[list[dict[str, Any]]]:
+    query = None if limit is None else {"limit": limit}
+    return Call("GET", f"{_webhook_path(webhook_id)}/deliveries", listed("deliveries"), query=query)
+
+
 def create_project(name: str, time_zone: str | None = None) -> Call[dict[str, Any]]:
     body: dict[str, Any] = {"name": name}
     if time_zone is not None:

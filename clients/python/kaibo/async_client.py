@@ -175,6 +175,38 @@ class AsyncKaiboClient(ClientSettings[httpx.AsyncClient, httpx.AsyncBaseTranspor
         """GET /v1/receipts/{id}: a forget's ledger entry plus its ``state``."""
         return await self._call(_calls.receipt(receipt_id))
 
+    # -- webhooks (scope write; docs/webhooks.md) -----------------------------------------------
+
+    async def create_webhook(
+        self, url: str, events: Sequence[str], description: str | None = None
+    ) -> dict[str, Any]:
+        """POST /v1/webhooks: the webhook and its ``secret``, shown this once (never retried after a 5xx)."""
+        return await self._call(_calls.create_webhook(url, events, description))
+
+    async def webhooks(self) -> list[dict[str, Any]]:
+        """GET /v1/webhooks: every webhook of the project (never a secret)."""
+        return await self._call(_calls.webhooks())
+
+    async def webhook(self, webhook_id: str) -> dict[str, Any]:
+        """GET /v1/webhooks/{id}: one webhook."""
+        return await self._call(_calls.webhook(webhook_id))
+
+    async def delete_webhook(self, webhook_id: str) -> None:
+        """DELETE /v1/webhooks/{id} (204)."""
+        await self._call(_calls.delete_webhook(webhook_id))
+
+    async def rotate_webhook_secret(self, webhook_id: str) -> dict[str, Any]:
+        """POST /v1/webhooks/{id}/rotate-secret: a new ``secret`` (shown once)."""
+        return await self._call(_calls.rotate_webhook_secret(webhook_id))
+
+    async def test_webhook(self, webhook_id: str) -> dict[str, Any]:
+        """POST /v1/webhooks/{id}/test (202): a ``webhook.test`` event to this webhook only."""
+        return await self._call(_calls.test_webhook(webhook_id))
+
+    async def webhook_deliveries(self, webhook_id: str, limit: int | None = None) -> list[dict[str, Any]]:
+        """GET /v1/webhooks/{id}/deliveries: the latest attempts, newest first."""
+        return await self._call(_calls.webhook_deliveries(webhook_id, limit))
+
     # -- admin (admin key) ---------------------------------------------------------------------
 
     async def create_project(self, name: str, time_zone: str | None = None) -> dict[str, Any]:

@@ -261,6 +261,42 @@ class KaiboClient(ClientSettings[httpx.Client, httpx.BaseTransport]):
         """GET /v1/receipts/{id}: the ledger entry of one forget plus its ``state`` (tombstoned|purged)."""
         return self._call(_calls.receipt(receipt_id))
 
+    # -- webhooks (scope write; docs/webhooks.md) -----------------------------------------------
+
+    def create_webhook(
+        self, url: str, events: Sequence[str], description: str | None = None
+    ) -> dict[str, Any]:
+        """POST /v1/webhooks: subscribe ``url`` to ``events`` (``memory.forgotten``,
+        ``memory.structured``, ``memory.superseded``, ``memory.canceled``). The answer holds the
+        signing ``secret``, shown this once. Not retried after a 5xx (a second webhook would be made)."""
+        return self._call(_calls.create_webhook(url, events, description))
+
+    def webhooks(self) -> list[dict[str, Any]]:
+        """GET /v1/webhooks: every webhook of the project (never a secret)."""
+        return self._call(_calls.webhooks())
+
+    def webhook(self, webhook_id: str) -> dict[str, Any]:
+        """GET /v1/webhooks/{id}: one webhook (``status`` active or failing)."""
+        return self._call(_calls.webhook(webhook_id))
+
+    def delete_webhook(self, webhook_id: str) -> None:
+        """DELETE /v1/webhooks/{id} (204): its pending deliveries are dropped."""
+        self._call(_calls.delete_webhook(webhook_id))
+
+    def rotate_webhook_secret(self, webhook_id: str) -> dict[str, Any]:
+        """POST /v1/webhooks/{id}/rotate-secret: a new ``secret`` (shown once); the old one also
+        signs until ``previousSecretValidUntil`` (24 hours)."""
+        return self._call(_calls.rotate_webhook_secret(webhook_id))
+
+    def test_webhook(self, webhook_id: str) -> dict[str, Any]:
+        """POST /v1/webhooks/{id}/test (202): a ``webhook.test`` event to this webhook only."""
+        return self._call(_calls.test_webhook(webhook_id))
+
+    def webhook_deliveries(self, webhook_id: str, limit: int | None = None) -> list[dict[str, Any]]:
+        """GET /v1/webhooks/{id}/deliveries: the latest attempts, newest first (``limit`` 1-100;
+        None: the API's 50)."""
+        return self._call(_calls.webhook_deliveries(webhook_id, limit))
+
     # -- admin (admin key) ---------------------------------------------------------------------
 
     def create_project(self, name: str, time_zone: str | None = None) -> dict[str, Any]:

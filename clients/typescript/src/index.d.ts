@@ -5,6 +5,11 @@
 import type {
   Abstain,
   Citation,
+  CreateKeyResponse,
+  CreateProjectRequest,
+  CreateProjectResponse,
+  DeliveryAttemptOut,
+  EventSent,
   ExplainResponse,
   EventsPage,
   ForgetRequest,
@@ -18,8 +23,12 @@ import type {
   ReceiptStateOut,
   RememberRequest,
   RememberResponse,
+  SecretRotated,
   StoredEventOut,
   StreamHeadOut,
+  WebhookCreateRequest,
+  WebhookCreated,
+  WebhookOut,
 } from "./types.js";
 
 export * from "./types.js";
@@ -93,6 +102,13 @@ type Selector<K extends "memoryId" | "query" | "stream", V> = { [P in K]: V } & 
 /** Exactly one of memoryId (or a recalled item), query, stream; and a reason. */
 export type ForgetParams = Omit<ForgetRequest, "memoryId" | "query" | "stream"> &
   (Selector<"memoryId", MemoryRef> | Selector<"query", string> | Selector<"stream", string>);
+
+export interface RequestOptions extends CallOptions {
+  body?: unknown;
+  query?: Record<string, string | number | undefined>;
+  /** Whether sending the call twice does what sending it once does (default: GET and HEAD only). */
+  idempotent?: boolean;
+}
 
 export interface WaitForJobOptions {
   /** How long to wait in all, in ms (default 60000). */
@@ -187,7 +203,62 @@ export declare class Kaibo {
 
   /** GET /v1/streams, every page: each stream's head. */
   streams(options?: { limit?: number } & CallOptions): AsyncGenerator<StreamHeadOut, void, undefined>;
+
+  /** POST /v1/webhooks (scope write): the webhook and its signing `secret`, shown this once. Sent once. */
+  createWebhook(request: WebhookCreateRequest, options?: CallOptions): Promise<WebhookCreated>;
+
+  /** GET /v1/webhooks: every webhook of the project (never a secret). */
+  webhooks(options?: CallOptions): Promise<WebhookOut[]>;
+
+  /** GET /v1/webhooks/{id}: one webhook. */
+  webhook(webhookId: string, options?: CallOptions): Promise<WebhookOut>;
+
+  /** DELETE /v1/webhooks/{id}: its pending deliveries are dropped. */
+  deleteWebhook(webhookId: string, options?: CallOptions): Promise<void>;
+
+  /** POST /v1/webhooks/{id}/rotate-secret: the new secret (shown once); the old one signs 24 more hours. */
+  rotateWebhookSecret(webhookId: string, options?: CallOptions): Promise<SecretRotated>;
+
+  /** POST /v1/webhooks/{id}/test: a webhook.test event to this webhook only. */
+  testWebhook(webhookId: string, options?: CallOptions): Promise<EventSent>;
+
+  /** GET /v1/webhooks/{id}/deliveries: the latest attempts, newest first (`limit` 1–100, default 50). */
+  webhookDeliveries(webhookId: string, options?: { limit?: number } & CallOptions): Promise<DeliveryAttemptOut[]>;
+
+  /** POST /v1/admin/projects (admin key): a project and its first key. Sent once. */
+  createProject(request: CreateProjectRequest, options?: CallOptions): Promise<CreateProjectResponse>;
+
+  /** POST /v1/admin/projects/{id}/keys (admin key): another key; no `scopes`: read and write. Sent once. */
+  createKey(
+    projectId: string,
+    options?: { scopes?: Array<"read" | "write" | "forget"> } & CallOptions,
+  ): Promise<CreateKeyResponse>;
+
+  /** DELETE /v1/admin/keys/{id} (admin key): the key stops working at once. */
+  revokeKey(keyId: string, options?: CallOptions): Promise<void>;
+
+  /**
+   * Any route: the parsed JSON answer (undefined for 204). Retried as the other calls: a 429
+   * always; a 5xx or a network error for GET, or when `idempotent` says the call is safe twice.
+   */
+  request<T = unknown>(
+    method: string,
+    path: string,
+    options?: RequestOptions,
+  ): Promise<T>;
 }
+
+/**
+ * Whether a webhook delivery is Kaibo's (docs/webhooks.md): any `v1` signature in `headers` is
+ * `secret`'s over the raw `body`, signed within `toleranceSeconds` (default 300) of `now` (Unix
+ * seconds, default the clock). Throws a TypeError only for a malformed secret.
+ */
+export declare function verifyWebhook(
+  secret: string,
+  headers: Headers | Record<string, string | string[] | undefined>,
+  body: string | Uint8Array | ArrayBuffer,
+  options?: { now?: number; toleranceSeconds?: number },
+): Promise<boolean>;
 
 export { Kaibo as KaiboClient };
 export default Kaibo;

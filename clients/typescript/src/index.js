@@ -5,6 +5,7 @@
 import { SseParser } from "./sse.js";
 
 export { SseParser } from "./sse.js";
+export { verifyWebhook } from "./webhooks.js";
 
 export const VERSION = "0.1.0";
 const USER_AGENT = `kaibo-typescript/${VERSION}`;
@@ -328,6 +329,28 @@ export class Kaibo {
     }
   }
 
+  /**
+   * Any route: the parsed JSON answer, or undefined when the answer has no body (204). A 429 is
+   * retried after its Retry-After; a 5xx or a network error only for GET (`idempotent: true`
+   * says a POST is safe to send twice). For routes this client does not wrap yet.
+   */
+  async request(method, path, { body, query, idempotent, signal, timeoutMs } = {}) {
+    const verb = String(method).toUpperCase();
+    if (typeof path !== "string" || !path.startsWith("/")) {
+      throw new TypeError("request() needs a path starting with /");
+    }
+    const safe = idempotent ?? (verb === "GET" || verb === "HEAD");
+    const what = `${verb} ${path}`;
+    const options = { body, query, idempotent: safe, signal, timeoutMs, readText: true };
+    const { response, text } = await this.#send(verb, path, options);
+    if (text === "") return undefined;
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw invalid(what, "the answer is not JSON", response.status);
+    }
+  }
+
   /** One call answering a JSON object. */
   async #json(method, path, options) {
     const what = `${method} ${path}`;
@@ -508,6 +531,86 @@ export class Kaibo {
     yield* this.#seqPages("/v1/ledger", "entries", fromSeq, {}, { signal, timeoutMs });
   }
 
+  // -- webhooks (scope write; docs/webhooks.md) -------------------------------------------------------
+
+  /**
+   * POST /v1/webhooks: subscribe `url` to `events` (memory.forgotten, memory.structured,
+   * memory.superseded, memory.canceled). The answer holds the signing `secret`, shown this once.
+   * Not retried after a 5xx (a second webhook would be made).
+   */
+  async createWebhook(request, { signal, timeoutMs } = {}) {
+    if (!isObject(request) || typeof request.url !== "string" || !Array.isArray(request.events)) {
+      throw new TypeError("createWebhook() needs { url, events, description? }");
+    }
+    return this.#json("POST", "/v1/webhooks", { body: request, idempotent: false, signal, timeoutMs });
+  }
+
+  /** GET /v1/webhooks: every webhook of the project (never a secret). */
+  async webhooks({ signal, timeoutMs } = {}) {
+    const page = await this.#json("GET", "/v1/webhooks", { idempotent: true, signal, timeoutMs });
+    if (!Array.isArray(page.webhooks)) throw invalid("GET /v1/webhooks", "webhooks is not a list");
+    return page.webhooks;
+  }
+
+  /** GET /v1/webhooks/{id}: one webhook (status active or failing). */
+  async webhook(webhookId, { signal, timeoutMs } = {}) {
+    return this.#json("GET", webhookPath(webhookId), { idempotent: true, signal, timeoutMs });
+  }
+
+  /** DELETE /v1/webhooks/{id} (204): its pending deliveries are dropped. */
+  async deleteWebhook(webhookId, { signal, timeoutMs } = {}) {
+    await this.#noContent("DELETE", webhookPath(webhookId), { signal, timeoutMs });
+  }
+
+  /**
+   * POST /v1/webhooks/{id}/rotate-secret: a new `secret` (shown once); the old one also signs
+   * until `previousSecretValidUntil` (24 hours).
+   */
+  async rotateWebhookSecret(webhookId, { signal, timeoutMs } = {}) {
+    const path = `${webhookPath(webhookId)}/rotate-secret`;
+    return this.#json("POST", path, { idempotent: false, signal, timeoutMs });
+  }
+
+  /** POST /v1/webhooks/{id}/test (202): a webhook.test event to this webhook only: { eventId, seq }. */
+  async testWebhook(webhookId, { signal, timeoutMs } = {}) {
+    return this.#json("POST", `${webhookPath(webhookId)}/test`, { idempotent: false, signal, timeoutMs });
+  }
+
+  /** GET /v1/webhooks/{id}/deliveries: the latest attempts (`limit`, default 50), newest first. */
+  async webhookDeliveries(webhookId, { limit, signal, timeoutMs } = {}) {
+    const path = `${webhookPath(webhookId)}/deliveries`;
+    const page = await this.#json("GET", path, { query: { limit }, idempotent: true, signal, timeoutMs });
+    if (!Array.isArray(page.deliveries)) throw invalid(`GET ${path}`, "deliveries is not a list");
+    return page.deliveries;
+  }
+
+  // -- admin (a client made with the deployment's admin key) ----------------------------------------
+
+  /** POST /v1/admin/projects: a project and its first key { projectId, keyId, apiKey, scopes, timeZone }. */
+  async createProject(request, { signal, timeoutMs } = {}) {
+    if (!isObject(request) || typeof request.name !== "string") {
+      throw new TypeError("createProject() needs { name, timeZone? }");
+    }
+    return this.#json("POST", "/v1/admin/projects", { body: request, idempotent: false, signal, timeoutMs });
+  }
+
+  /** POST /v1/admin/projects/{id}/keys: another key; `scopes` omitted: read and write (forget only when asked). */
+  async createKey(projectId, { scopes, signal, timeoutMs } = {}) {
+    const body = scopes === undefined ? {} : { scopes: [...scopes] };
+    const path = `/v1/admin/projects/${segment(projectId)}/keys`;
+    return this.#json("POST", path, { body, idempotent: false, signal, timeoutMs });
+  }
+
+  /** DELETE /v1/admin/keys/{id} (204): the key stops working at once. */
+  async revokeKey(keyId, { signal, timeoutMs } = {}) {
+    await this.#noContent("DELETE", `/v1/admin/keys/${segment(keyId)}`, { signal, timeoutMs });
+  }
+
+  /** One call answering 204: its body, if any, is read and dropped. */
+  async #noContent(method, path, options) {
+    await this.#send(method, path, { ...options, idempotent: false, readText: true });
+  }
+
   // -- the event log ---------------------------------------------------------------------------------
 
   /** GET /v1/streams/{stream}/events: one page ({ events, nextFromSeq }). */
@@ -564,6 +667,11 @@ export class Kaibo {
       from = next;
     }
   }
+}
+
+function webhookPath(webhookId) {
+  if (typeof webhookId !== "string" || !webhookId) throw new TypeError("needs a webhook id (wh_…)");
+  return `/v1/webhooks/${segment(webhookId)}`;
 }
 
 function recallBody(question, fields) {

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { inspect } from "node:util";
 import { describe, test } from "node:test";
 
-import { Kaibo, KaiboClient, KaiboError, RecallPack, SseParser } from "../src/index.js";
+import { Kaibo, KaiboClient, KaiboError, RecallPack, SseParser, verifyWebhook } from "../src/index.js";
 
 const BASE = "http://kaibo.test/prod";
 const ANSWER = {
@@ -455,6 +455,129 @@ describe("recallStream", () => {
     await assert.rejects(async () => {
       for await (const event of client(denied.fetch).recallStream("q")) void event;
     }, { status: 401, code: "unauthorized" });
+  });
+});
+
+describe("webhooks, admin and any route", () => {
+  const noContent = () => new Response(null, { status: 204 });
+  const hook = { id: "wh_1", url: "https://example.com/h", events: ["memory.forgotten"], description: "", createdAt: "t", status: "active" };
+
+  test("each webhook call sends its route once, and reads its answer", async () => {
+    const { fetch, calls } = scripted(
+      json(201, { ...hook, secret: "whsec_x" }),
+      json(200, { webhooks: [hook] }),
+      json(200, hook),
+      json(200, { id: "wh_1", secret: "whsec_y", previousSecretValidUntil: "t" }),
+      json(202, { eventId: "msg_1", seq: 4 }),
+      json(200, { deliveries: [{ eventId: "msg_1", outcome: "delivered" }] }),
+      noContent(),
+    );
+    const kaibo = client(fetch);
+    assert.equal((await kaibo.createWebhook({ url: hook.url, events: hook.events })).secret, "whsec_x");
+    assert.deepEqual(await kaibo.webhooks(), [hook]);
+    assert.equal((await kaibo.webhook("wh_1")).status, "active");
+    assert.equal((await kaibo.rotateWebhookSecret("wh_1")).secret, "whsec_y");
+    assert.deepEqual(await kaibo.testWebhook("wh_1"), { eventId: "msg_1", seq: 4 });
+    assert.equal((await kaibo.webhookDeliveries("wh_1", { limit: 5 }))[0].outcome, "delivered");
+    assert.equal(await kaibo.deleteWebhook("wh_1"), undefined);
+    assert.deepEqual(
+      calls.map(({ url, init }) => `${init.method} ${url.slice(BASE.length)}`),
+      [
+        "POST /v1/webhooks",
+        "GET /v1/webhooks",
+        "GET /v1/webhooks/wh_1",
+        "POST /v1/webhooks/wh_1/rotate-secret",
+        "POST /v1/webhooks/wh_1/test",
+        "GET /v1/webhooks/wh_1/deliveries?limit=5",
+        "DELETE /v1/webhooks/wh_1",
+      ],
+    );
+    assert.deepEqual(calls[0].body, { url: hook.url, events: hook.events });
+  });
+
+  test("a 503 on creating a webhook or a key is not sent again; on listing them it is", async () => {
+    for (const call of [(k) => k.createWebhook({ url: hook.url, events: hook.events }), (k) => k.createKey("prj_1")]) {
+      const { fetch, calls } = scripted(apiError(503, "unavailable"), json(201, hook));
+      await assert.rejects(call(client(fetch, { maxRetries: 2 })), { status: 503 });
+      assert.equal(calls.length, 1);
+    }
+    const { fetch, calls } = scripted(apiError(503, "unavailable"), json(200, { webhooks: [] }));
+    assert.deepEqual(await client(fetch, { maxRetries: 2 }).webhooks(), []);
+    assert.equal(calls.length, 2);
+  });
+
+  test("admin calls: a project, a key with the route's default scopes or the ones asked for, a revoke", async () => {
+    const { fetch, calls } = scripted(
+      json(201, { projectId: "prj_1", keyId: "key_1", apiKey: "kb_1", scopes: ["read", "write"], timeZone: "UTC" }),
+      json(201, { keyId: "key_2", apiKey: "kb_2", scopes: ["read", "write"] }),
+      json(201, { keyId: "key_3", apiKey: "kb_3", scopes: ["read"] }),
+      noContent(),
+    );
+    const kaibo = client(fetch);
+    assert.equal((await kaibo.createProject({ name: "support bot", timeZone: "Europe/Berlin" })).projectId, "prj_1");
+    await kaibo.createKey("prj_1");
+    await kaibo.createKey("prj_1", { scopes: ["read"] });
+    assert.equal(await kaibo.revokeKey("key_3"), undefined);
+    assert.deepEqual(
+      calls.map(({ url, init, body }) => [init.method, url.slice(BASE.length), body]),
+      [
+        ["POST", "/v1/admin/projects", { name: "support bot", timeZone: "Europe/Berlin" }],
+        ["POST", "/v1/admin/projects/prj_1/keys", {}],
+        ["POST", "/v1/admin/projects/prj_1/keys", { scopes: ["read"] }],
+        ["DELETE", "/v1/admin/keys/key_3", undefined],
+      ],
+    );
+  });
+
+  test("request reaches any route: JSON, undefined for 204, errors as KaiboError", async () => {
+    const { fetch, calls } = scripted(json(200, { webhooks: [] }), noContent(), apiError(404, "webhook_not_found"));
+    const kaibo = client(fetch);
+    assert.deepEqual(await kaibo.request("GET", "/v1/webhooks", { query: { limit: 3 } }), { webhooks: [] });
+    assert.equal(await kaibo.request("delete", "/v1/webhooks/wh_1"), undefined);
+    await assert.rejects(kaibo.request("GET", "/v1/webhooks/wh_2"), { status: 404, code: "webhook_not_found" });
+    assert.deepEqual(calls.map(({ url, init }) => `${init.method} ${url.slice(BASE.length)}`), [
+      "GET /v1/webhooks?limit=3",
+      "DELETE /v1/webhooks/wh_1",
+      "GET /v1/webhooks/wh_2",
+    ]);
+    await assert.rejects(kaibo.request("GET", "v1/webhooks"), TypeError);
+    await assert.rejects(kaibo.webhook(""), TypeError);
+  });
+});
+
+describe("verifyWebhook", () => {
+  // Signed by the service's own signer (kaibo_core.core.webhook_signing), during a rotation: two secrets.
+  const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+  const other = "whsec_dGhlIG90aGVyIHNlY3JldCBvZiB0aGUgd2ViaG9vaw==";
+  const body = '{"id":"msg_1","type":"webhook.test","data":{"webhookId":"wh_1"}}';
+  const at = 1767225600;
+  const headers = {
+    "Webhook-Id": "msg_1",
+    "webhook-timestamp": String(at),
+    "webhook-signature":
+      "v1,70CVnFPl3iw+zgazgG8M8ksZYZlnT8drU/m5sllIPS8= v1,b0JeCrEwGi0Jci1ZyDDXqjnc7xsyvr/tMINBSU42u10=",
+  };
+
+  test("a delivery signed with either secret of a rotation verifies, as a string, bytes or Headers", async () => {
+    assert.equal(await verifyWebhook(secret, headers, body, { now: at }), true);
+    assert.equal(await verifyWebhook(other, headers, body, { now: at + 299 }), true);
+    assert.equal(await verifyWebhook(secret, new Headers(headers), new TextEncoder().encode(body), { now: at }), true);
+  });
+
+  test("a changed body, id or signature, another secret, or a timestamp too far away does not", async () => {
+    const unknown = "whsec_" + btoa("some other secret entirely");
+    assert.equal(await verifyWebhook(secret, headers, body.replace("wh_1", "wh_2"), { now: at }), false);
+    assert.equal(await verifyWebhook(secret, { ...headers, "Webhook-Id": "msg_2" }, body, { now: at }), false);
+    assert.equal(await verifyWebhook(unknown, headers, body, { now: at }), false);
+    assert.equal(await verifyWebhook(secret, headers, body, { now: at + 301 }), false);
+    assert.equal(await verifyWebhook(secret, headers, body, { now: at - 301 }), false);
+    assert.equal(await verifyWebhook(secret, { ...headers, "webhook-signature": "v2,abc v1,%%%" }, body, { now: at }), false);
+    assert.equal(await verifyWebhook(secret, {}, body, { now: at }), false);
+  });
+
+  test("a malformed secret throws", async () => {
+    await assert.rejects(verifyWebhook("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", headers, body), TypeError);
+    await assert.rejects(verifyWebhook("whsec_not base64!", headers, body), TypeError);
   });
 });
 

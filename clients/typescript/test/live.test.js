@@ -10,6 +10,7 @@ import { conformanceProblems } from "../scripts/conformance.mjs";
 
 const baseUrl = process.env.KAIBO_URL || process.env.KAIBO_ENDPOINT;
 const apiKey = process.env.KAIBO_API_KEY;
+const adminKey = process.env.KAIBO_ADMIN_KEY;
 const skip = baseUrl && apiKey ? false : "no KAIBO_URL and KAIBO_API_KEY: start a stack (make run) and set them";
 
 /** A word of this run only: the tests share a project with whatever ran before. */
@@ -249,6 +250,40 @@ describe("the SDK against a running Kaibo", { skip, concurrency: false }, () => 
       assert.equal(error.details.errors[0].field, "budget");
       return true;
     });
+  });
+
+  test("webhooks: create (the secret once), list, get, rotate, deliveries, delete", async () => {
+    // .invalid never resolves: nothing is delivered anywhere while the webhook exists.
+    const url = `https://${run}.kaibo-sdk-test.invalid/hook`;
+    const created = await kaibo.createWebhook({ url, events: ["memory.forgotten"], description: run });
+    conforms(created, "WebhookCreated");
+    assert.match(created.secret, /^whsec_/);
+    const listed = await kaibo.webhooks();
+    const mine = listed.find((hook) => hook.id === created.id);
+    assert.equal(mine.url, url);
+    assert.equal("secret" in mine, false, "a secret is shown once only");
+    conforms(await kaibo.webhook(created.id), "WebhookOut");
+    const rotated = await kaibo.rotateWebhookSecret(created.id);
+    conforms(rotated, "SecretRotated");
+    assert.notEqual(rotated.secret, created.secret);
+    assert.deepEqual(await kaibo.webhookDeliveries(created.id, { limit: 5 }), []);
+    assert.equal(await kaibo.deleteWebhook(created.id), undefined);
+    await assert.rejects(kaibo.webhook(created.id), { status: 404, code: "webhook_not_found" });
+    const after = await kaibo.request("GET", "/v1/webhooks");
+    assert.equal(after.webhooks.some((hook) => hook.id === created.id), false);
+  });
+
+  test("admin: a project, a key of it that works, revoked", { skip: adminKey ? false : "no KAIBO_ADMIN_KEY" }, async () => {
+    const admin = new Kaibo({ baseUrl, apiKey: adminKey });
+    const project = await admin.createProject({ name: `ts-${run}`, timeZone: "Europe/Berlin" });
+    conforms(project, "CreateProjectResponse");
+    const key = await admin.createKey(project.projectId, { scopes: ["read"] });
+    conforms(key, "CreateKeyResponse");
+    assert.deepEqual(key.scopes, ["read"]);
+    const reader = new Kaibo({ baseUrl, apiKey: key.apiKey });
+    assert.equal((await reader.recall(`${run} anything`)).abstained, true);
+    await admin.revokeKey(key.keyId);
+    await assert.rejects(reader.recall(`${run} anything`), { status: 401, code: "unauthorized" });
   });
 
   test("abstain: nothing citable is an explicit abstain with its reason", async () => {
