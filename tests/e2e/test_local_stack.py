@@ -360,10 +360,10 @@ def test_given_a_stop_signal_then_the_stack_shuts_down_cleanly_and_leaves_no_pro
 def test_given_a_whole_session_then_the_logs_hold_no_memory_text_payload_or_key(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Everything the stack and its containers logged at INFO (stdout and stderr, read once the
-    stack has stopped and every log line is flushed) holds ids and counts, never what people said
-    or a key."""
-    monkeypatch.setenv("KAIBO_LOG_LEVEL", "INFO")  # every line the functions write, not only warnings
+    """Everything the stack and its containers logged with the functions' LogLevel at DEBUG, the
+    most verbose the template allows (stdout and stderr, read once the stack has stopped and every
+    log line is flushed), holds ids and counts, never what people said or a key."""
+    monkeypatch.setenv("KAIBO_LOG_LEVEL", "DEBUG")  # POWERTOOLS_LOG_LEVEL and LOG_LEVEL of every function
     running = start_make_run(tmp_path)
     try:
         admin = KaiboClient(running.endpoint, running.values["KAIBO_ADMIN_KEY"])

@@ -1,4 +1,5 @@
-"""The client stays light: importing it never loads an AWS SDK, pydantic or Powertools."""
+"""The client stays light: importing it never loads an AWS SDK, pydantic, Powertools, or the
+server's model stack (numpy, tokenizers, wordllama) or the MCP SDK (only `kaibo mcp` needs it)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ import pytest
 
 from kaibo.client import KaiboAPIError, KaiboClient
 
-HEAVY = ("boto3", "botocore", "pydantic", "aws_lambda_powertools")
+HEAVY = ("boto3", "botocore", "pydantic", "aws_lambda_powertools", "numpy", "tokenizers", "wordllama", "mcp")
 
 PROBE = f"""
 import json, sys
-import kaibo, kaibo.cli, kaibo.client, kaibo.ledger_verify, kaibo.verify
+import kaibo, kaibo.async_client, kaibo.cli, kaibo.client, kaibo.ledger_verify, kaibo.verify, kaibo.webhooks
 heavy = {HEAVY!r}
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in heavy)))
 """
@@ -32,14 +33,14 @@ def test_given_a_fresh_interpreter_when_importing_the_client_then_no_heavy_modul
 def test_given_the_probe_when_a_heavy_module_is_imported_then_it_is_detected() -> None:
     # The probe itself must be able to fail: import one heavy module first.
     result = subprocess.run(
-        [sys.executable, "-c", "import pydantic\n" + PROBE],
+        [sys.executable, "-c", "import numpy\n" + PROBE],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert "pydantic" in json.loads(result.stdout)
+    assert "numpy" in json.loads(result.stdout)
 
 
 # -- the SDK's forget and ledger, without a server ---------------------------------------------------
