@@ -24,7 +24,7 @@ PY := $(VENV)/bin/python
 export AWS_DEFAULT_REGION ?= us-east-1
 export KAIBO_TOOLS_BIN ?= $(CURDIR)/$(TOOLS)/bin
 
-.PHONY: run reset reindex-semantic docs test lint pytest bench bench-recall-quality build deploy clean venv tools
+.PHONY: run reset reindex-semantic docs test lint layer-wheels pytest bench bench-recall-quality build deploy clean venv tools
 
 # The runtime/test environment: the layer's exact pins + test tools + our two packages.
 $(VENV)/.installed: requirements-dev.txt requirements-models.txt layers/kaibo_core/requirements.txt layers/kaibo_core/pyproject.toml clients/python/pyproject.toml
@@ -71,7 +71,12 @@ lint: venv
 pytest: venv tools
 	$(VENV)/bin/pytest
 
-test: lint pytest
+# The layers' pinned wheels exist for Lambda's platform (asks the package index; installs nothing).
+layer-wheels: venv
+	$(MAKE) --no-print-directory -C layers/kaibo_core check-wheels PYTHON=$(CURDIR)/$(PY)
+	$(MAKE) --no-print-directory -C layers/kaibo_semantic check-wheels PYTHON=$(CURDIR)/$(PY)
+
+test: lint layer-wheels pytest
 
 bench: venv
 	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) bench/remember.py $(if $(QUICK),--quick,) $(BENCH_ARGS)

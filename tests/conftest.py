@@ -27,6 +27,18 @@ FAKE_AWS_ENV = {
 }
 
 
+def emulator_client(service: str, endpoint_url: str, config: Config | None = None) -> Any:
+    """A boto3 client of the emulator, with its fake credentials."""
+    return boto3.client(
+        service,  # type: ignore[call-overload]  # the service name is a variable
+        endpoint_url=endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=config,
+    )
+
+
 @dataclass(frozen=True)
 class AwsStack:
     endpoint_url: str
@@ -90,32 +102,13 @@ def aws_stack() -> Iterator[AwsStack]:
     from kaibo_local.workers import create_queues
 
     with start_emulator() as emulator:
-        client = boto3.client(
-            "dynamodb",
-            endpoint_url=emulator.endpoint_url,
-            region_name="us-east-1",
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-            config=Config(retries={"max_attempts": 1}),
-        )
-        sqs = boto3.client(
-            "sqs",
-            endpoint_url=emulator.endpoint_url,
-            region_name="us-east-1",
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-        )
+        client = emulator_client("dynamodb", emulator.endpoint_url, Config(retries={"max_attempts": 1}))
+        sqs = emulator_client("sqs", emulator.endpoint_url)
         suffix = secrets.token_hex(4)
         template = load_template()
         tables = create_tables(client, template, suffix)
         queues = create_queues(sqs, template, suffix)
-        kms = boto3.client(
-            "kms",
-            endpoint_url=emulator.endpoint_url,
-            region_name="us-east-1",
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-        )
+        kms = emulator_client("kms", emulator.endpoint_url)
         key_id = kms.create_key(Description="kaibo tests")["KeyMetadata"]["KeyId"]
         admin_key, admin_hash = issue_admin_key()
         yield AwsStack(emulator.endpoint_url, tables, client, admin_key, admin_hash, queues, sqs, key_id)

@@ -9,7 +9,6 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import boto3
 import pytest
 
 from kaibo_core.adapters.dynamodb_forget import DynamoForgetStore
@@ -25,6 +24,7 @@ from kaibo_core.runtime import wiring
 from kaibo_core.runtime.settings import get_settings
 from kaibo_core.services.forgetting import ForgetService
 from kaibo_core.services.purging import Purger
+from tests.conftest import emulator_client
 from tests.integration.api import FakeLambdaContext, Reply, call, handler_module, project_context
 from tests.integration.test_recall_api import get_memory, recall
 from tests.integration.test_remember_api import events, message, new_project, remember
@@ -400,13 +400,7 @@ class KilledError(Exception):
 def dying_client(stack: Any, write: int | None) -> tuple[Any, list[str]]:
     """A real DynamoDB client whose ``write``-th write (from 1) dies before it is sent (None:
     never); and the writes it sent."""
-    client = boto3.client(
-        "dynamodb",
-        endpoint_url=stack.endpoint_url,
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
+    client = emulator_client("dynamodb", stack.endpoint_url)
     sent: list[str] = []
 
     def before_call(model: Any, **_: Any) -> None:

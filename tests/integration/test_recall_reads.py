@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import boto3
 import pytest
 
 from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
@@ -20,7 +19,7 @@ from kaibo_core.core.indexing import CORPUS_SHARDS, DF_SHARDS
 from kaibo_core.core.models.recall import RecallQuery
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.services.recall import RecallParams, RecallService
-from tests.conftest import AwsStack
+from tests.conftest import AwsStack, emulator_client
 from tests.integration.test_memory_index import memory, new_project
 
 QUESTION = RecallQuery(question="When is the deploy window?", budget=300)
@@ -54,13 +53,7 @@ class Reads:
 @pytest.fixture
 def client(aws_stack: AwsStack) -> Iterator[Any]:
     """A client of its own: the hooks below see only this test's requests."""
-    own = boto3.client(
-        "dynamodb",
-        endpoint_url=aws_stack.endpoint_url,
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
+    own = emulator_client("dynamodb", aws_stack.endpoint_url)
     yield own
     own.close()
 
