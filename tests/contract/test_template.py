@@ -149,6 +149,7 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
     "DocsFunction": set(),
     "SweeperFunction": {
         ("dynamodb:Query", "JobsTable/index/PendingJobs"),
+        ("dynamodb:UpdateItem", "JobsTable"),
         ("sqs:SendMessage", "StructuringQueue"),
     },
     "EventsFunction": {

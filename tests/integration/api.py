@@ -9,6 +9,7 @@ from types import ModuleType
 from typing import Any
 
 from kaibo_local.apigw_events import rest_proxy_event
+from tests.integration.iam_calls import checked_invocation
 
 
 @dataclass
@@ -59,9 +60,12 @@ def call(
     context: dict[str, Any] | None = None,
     headers: list[tuple[str, str]] | None = None,
     services: dict[str, Any] | None = None,
+    iam_checked: bool = True,
 ) -> Reply:
     """One request through the function's handler; ``services`` are injected into it
-    (``lambda_handler(event, context, **services)``), else the function wires its own."""
+    (``lambda_handler(event, context, **services)``), else the function wires its own. Every AWS
+    call it makes must be allowed by the function's role in template.yaml (tests/integration/iam_calls.py),
+    unless ``iam_checked`` is False: a test that runs another function's code inside this one."""
     payload = raw_body if raw_body is not None else (json.dumps(body) if body is not None else None)
     event = rest_proxy_event(
         method,
@@ -73,7 +77,13 @@ def call(
         body=payload,
         authorizer=context,
     )
-    result = handler_module(function).lambda_handler(event, FakeLambdaContext(), **(services or {}))
+    handler = handler_module(function).lambda_handler
+
+    def invoke() -> dict[str, Any]:
+        answer: dict[str, Any] = handler(event, FakeLambdaContext(), **(services or {}))
+        return answer
+
+    result = checked_invocation(function, invoke) if iam_checked else invoke()
     text = result.get("body") or ""
     response_headers = {
         **{name: values[-1] for name, values in (result.get("multiValueHeaders") or {}).items()},

@@ -26,6 +26,7 @@ from kaibo_core.services.forgetting import ForgetService
 from kaibo_core.services.purging import Purger
 from tests.conftest import emulator_client
 from tests.integration.api import FakeLambdaContext, Reply, call, handler_module, project_context
+from tests.integration.iam_calls import checked_invocation
 from tests.integration.test_recall_api import get_memory, recall
 from tests.integration.test_remember_api import events, message, new_project, remember
 from tests.integration.test_structuring_api import explain, get_job, run_structure, take_job_messages
@@ -316,7 +317,8 @@ SCHEDULED_EVENT = {"version": "0", "detail-type": "Scheduled Event", "source": "
 
 
 def run_purge() -> dict[str, Any]:
-    result: dict[str, Any] = handler_module("purge").lambda_handler(SCHEDULED_EVENT, FakeLambdaContext())
+    handler = handler_module("purge").lambda_handler
+    result: dict[str, Any] = checked_invocation("purge", handler, SCHEDULED_EVENT, FakeLambdaContext())
     return result
 
 
@@ -666,6 +668,7 @@ def test_given_structuring_committing_while_a_forget_runs_then_what_it_made_is_f
         body={"stream": "race", "reason": "erase"},
         context=project_context(project),
         services={"forget": service},
+        iam_checked=False,  # the structure function's commit runs inside this forget
     )
 
     assert reply.status == 200, reply.body

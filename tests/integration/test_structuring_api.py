@@ -31,6 +31,7 @@ from kaibo_core.services.structuring import StructuringService
 from kaibo_local.workers import sqs_event
 from tests.fixtures.scripted_structurer import ScriptedStructurer
 from tests.integration.api import FakeLambdaContext, Reply, call, handler_module, project_context
+from tests.integration.iam_calls import checked_invocation
 from tests.integration.test_recall_api import get_memory
 from tests.integration.test_remember_api import message, new_project, remember
 
@@ -77,8 +78,9 @@ def run_structure(stack: Any, messages: list[dict[str, Any]], *, as_deployed: bo
     deployment's own structurer (``as_deployed``)."""
     arn = f"arn:aws:sqs:us-east-1:123456789012:{stack.queues['StructuringQueue'].rsplit('/', 1)[-1]}"
     service = None if as_deployed else wiring.build_structuring_service(ScriptedStructurer())
-    return handler_module("structure").lambda_handler(
-        sqs_event(messages, arn), FakeLambdaContext(), service=service
+    handler = handler_module("structure").lambda_handler
+    return checked_invocation(
+        "structure", handler, sqs_event(messages, arn), FakeLambdaContext(), service=service
     )
 
 
@@ -224,7 +226,7 @@ def test_given_a_lost_job_message_then_the_sweeper_requeues_it(
     sweeper = handler_module("sweeper")
     deadline = time.monotonic() + DEADLINE_SECONDS
     while time.monotonic() < deadline:
-        if sweeper.lambda_handler({}, FakeLambdaContext())["requeued"]:
+        if checked_invocation("sweeper", sweeper.lambda_handler, {}, FakeLambdaContext())["requeued"]:
             break
     messages = take_job_messages(scripted, {job_id})
     run_structure(scripted, messages)

@@ -22,6 +22,7 @@ from kaibo_core.core.webhooks import FanOut
 from kaibo_core.runtime import wiring
 from kaibo_local.workers import sqs_event
 from tests.integration.api import FakeLambdaContext, Reply, call, handler_module, project_context
+from tests.integration.iam_calls import checked_invocation
 from tests.integration.test_forget_api import forget, remember_structured
 from tests.integration.test_recall_api import get_memory
 from tests.integration.test_remember_api import new_project
@@ -120,8 +121,9 @@ def pump(stack: Any, until: Any, deadline: float = DEADLINE_SECONDS) -> None:
         )
         if not messages:
             continue
-        result = handler_module("webhook_dispatch").lambda_handler(
-            sqs_event(messages, arn), FakeLambdaContext()
+        handler = handler_module("webhook_dispatch").lambda_handler
+        result = checked_invocation(
+            "webhook_dispatch", handler, sqs_event(messages, arn), FakeLambdaContext()
         )
         failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
         for m in messages:
@@ -335,7 +337,8 @@ def test_an_event_whose_function_died_before_the_relay_is_relayed_by_the_schedul
     long_ago = (datetime.now(UTC) - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     events = store.emit(ProjectId(project), [webhooks.forgotten("rcpt_x", 1, ["m1"], ["e1"])], long_ago)
     assert events
-    relayed = handler_module("webhook_dispatch").lambda_handler({"source": "aws.events"}, FakeLambdaContext())
+    handler = handler_module("webhook_dispatch").lambda_handler
+    relayed = checked_invocation("webhook_dispatch", handler, {"source": "aws.events"}, FakeLambdaContext())
     assert relayed["relayed"] >= 1
     pump(webhook_env, lambda: any(b["seq"] == events[0].seq for b in receiver.bodies()))
 
