@@ -4,7 +4,7 @@
 #                 data kept in $KAIBO_DATA_DIR (default .kaibo-data/; :memory: keeps nothing)
 #   make reset    empty the local stack's data folder (stop the stack first)
 #   make docs     rebuild what the API serves without a key (functions/docs/site/: OpenAPI, llms.txt, docs.zip)
-#   make test     lint + types + every test (what CI runs)
+#   make test     lint + types + the layers' wheels for Lambda + every test (what CI runs)
 #   make lint     import contracts (docs/architecture.md), ruff (lint + format check) and mypy
 #   make bench    benchmarks (tables, not tests): bench/remember.py; QUICK=1 for a short run
 #   make bench-recall-quality   recall quality on LoCoMo next to a BM25 reference (bench/recall_quality.py)
@@ -14,7 +14,8 @@
 #   make bench-structuring  structuring quality (scenarios, LoCoMo) and cost per event (bench/structuring_eval.py; QUICK=1)
 #   make bench-structuring-bedrock  the held-out scenario sets through a Bedrock model (credentials; bench/structuring_bedrock.py)
 #   make build    sam build, no container (python3.11 on PATH)
-#   make deploy   sam deploy --guided
+#   make deploy   sam deploy --guided (the first deploy)
+#   make upgrade  sam build, then sam deploy with the answers samconfig.toml saved
 #   make clean    remove the environments and build output
 
 PYTHON ?= python3.11
@@ -24,7 +25,7 @@ PY := $(VENV)/bin/python
 export AWS_DEFAULT_REGION ?= us-east-1
 export KAIBO_TOOLS_BIN ?= $(CURDIR)/$(TOOLS)/bin
 
-.PHONY: run reset reindex-semantic docs test lint layer-wheels pytest bench bench-recall-quality build deploy clean venv tools
+.PHONY: run reset reindex-semantic docs test lint layer-wheels pytest upgrade bench bench-recall-quality build deploy clean venv tools
 
 # The runtime/test environment: the layer's exact pins + test tools + our two packages.
 $(VENV)/.installed: requirements-dev.txt requirements-models.txt layers/kaibo_core/requirements.txt layers/kaibo_core/pyproject.toml clients/python/pyproject.toml
@@ -122,6 +123,10 @@ build: tools
 
 deploy: build
 	PATH="$(CURDIR)/$(TOOLS)/bin:$$PATH" sam deploy --guided
+
+# Later deploys: the answers the guided deploy saved in samconfig.toml, nothing asked again.
+upgrade: build
+	PATH="$(CURDIR)/$(TOOLS)/bin:$$PATH" sam deploy
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .aws-sam .pytest_cache .mypy_cache .ruff_cache

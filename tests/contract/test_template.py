@@ -494,8 +494,12 @@ def test_given_a_structuring_backlog_then_it_cannot_take_the_accounts_whole_conc
     ("alarm", "metric"),
     [
         ("StructuringDeadLetterAlarm", "ApproximateNumberOfMessagesVisible"),
+        ("StructuringBacklogAlarm", "ApproximateAgeOfOldestMessage"),
         ("Api5xxAlarm", "5XXError"),
         ("LambdaThrottlesAlarm", "Throttles"),
+        ("PurgeErrorsAlarm", "Errors"),
+        ("SweeperErrorsAlarm", "Errors"),
+        ("WebhookDispatchErrorsAlarm", "Errors"),
     ],
 )
 def test_given_the_failures_an_operator_must_see_then_each_has_an_alarm(
@@ -513,6 +517,43 @@ def test_given_the_failures_an_operator_must_see_then_each_has_an_alarm(
     if alarm == "StructuringDeadLetterAlarm":
         assert props["Dimensions"][0]["Value"] == {"Fn::GetAtt": ["StructuringDeadLetterQueue", "QueueName"]}
         assert (props["ComparisonOperator"], props["Threshold"]) == ("GreaterThanThreshold", 0)
+    if alarm.endswith("ErrorsAlarm"):  # one function's errors, not the account's
+        function = alarm.removesuffix("ErrorsAlarm") + "Function"
+        assert props["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": function}}]
+
+
+SCHEDULED_FUNCTIONS = ("PurgeFunction", "SweeperFunction", "WebhookDispatchFunction")
+
+
+@pytest.mark.parametrize("function", SCHEDULED_FUNCTIONS)
+def test_given_a_scheduled_function_then_a_failed_run_is_left_to_the_next_one_not_retried(
+    template: dict[str, Any], function: str
+) -> None:
+    props = template["Resources"][function]["Properties"]
+    assert any(event["Type"] == "Schedule" for event in props["Events"].values())
+    assert props["EventInvokeConfig"] == {"MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": 60}
+
+
+def test_given_the_purge_then_one_run_at_a_time(template: dict[str, Any]) -> None:
+    props = template["Resources"]["PurgeFunction"]["Properties"]
+    assert props["ReservedConcurrentExecutions"] == 1
+    schedule = props["Events"]["Purge"]["Properties"]["Schedule"]
+    assert schedule == "rate(5 minutes)"
+
+
+def test_given_slow_webhook_receivers_then_deliveries_cannot_take_the_account_s_concurrency(
+    template: dict[str, Any],
+) -> None:
+    deliveries = template["Resources"]["WebhookDispatchFunction"]["Properties"]["Events"]["Deliveries"]
+    assert deliveries["Properties"]["ScalingConfig"] == {"MaximumConcurrency": 5}
+
+
+def test_given_every_function_then_its_logs_go_to_a_group_that_expires(template: dict[str, Any]) -> None:
+    resources = template["Resources"]
+    for function in function_ids(template):
+        group = resources[function]["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+        assert resources[group]["Type"] == "AWS::Logs::LogGroup", function
+        assert resources[group]["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}, function
 
 
 @pytest.mark.parametrize(("response_type", "expected"), sorted(EXPECTED_GATEWAY_RESPONSES.items()))
