@@ -36,7 +36,8 @@ def forgetting() -> ForgetService:
     responses=responses(200, "The set (a dry run), or what was forgotten and its receipt"),
 )
 def forget(request: Annotated[ForgetRequest, Body()]) -> ForgetResponse:
-    project = principal(app).project_with_scope("forget")
+    caller = principal(app)
+    project = caller.project_with_scope("forget")
     outcome = forgetting().forget(project, mapping.forget_request(request))
     logger.info(
         "forget",
@@ -49,7 +50,8 @@ def forget(request: Annotated[ForgetRequest, Body()]) -> ForgetResponse:
     )
     forgotten = 0 if outcome.receipt is None else len(outcome.found.members)
     metrics.add_metric("MemoriesForgotten", MetricUnit.Count, forgotten)
-    return mapping.forget_response(outcome)
+    # A dry run shows the memories' text only to a key that may read it anyway.
+    return mapping.forget_response(outcome, may_read="read" in caller.scopes)
 
 
 @cold_start.resume_collector_after_first_invocation

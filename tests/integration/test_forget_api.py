@@ -173,6 +173,22 @@ def test_given_a_forget_then_its_receipt_and_ledger_entry_prove_it(handler_env: 
     assert receipt(project, "rcpt_01JUNKNOWN").status == 404
 
 
+def test_given_a_key_that_may_forget_but_not_read_then_its_dry_run_shows_the_set_without_text(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    remember_structured(handler_env, project, "chat", "The locker code is 4471.")
+
+    blind = forget(project, {"stream": "chat", "reason": "r", "dryRun": True}, scopes="forget")
+    reader = forget(project, {"stream": "chat", "reason": "r", "dryRun": True}, scopes="forget read")
+
+    assert blind.status == reader.status == 200
+    assert [m["id"] for m in blind.body["memories"]] == [m["id"] for m in reader.body["memories"]]
+    assert all("content" not in m for m in blind.body["memories"])  # it could not GET them either
+    assert any("4471" in m["content"] for m in reader.body["memories"])
+    assert blind.body["previewToken"] == reader.body["previewToken"]
+
+
 def test_given_a_dry_run_then_nothing_changes_and_a_stale_preview_token_is_refused(handler_env: Any) -> None:
     project = new_project()
     remember_structured(

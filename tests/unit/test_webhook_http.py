@@ -91,6 +91,7 @@ def test_check_url_accepts_public_https_urls(url: str) -> None:
         ("https://[::ffff:127.0.0.1]/hook", "webhook_target_private"),
         ("https://[::ffff:169.254.169.254]/hook", "webhook_target_private"),
         ("https://[fe80::1]/hook", "webhook_target_private"),
+        ("https://[fec0::1]/hook", "webhook_target_private"),
         ("https://127.1/hook", "webhook_target_private"),
         ("https://2130706433/hook", "webhook_target_private"),
         ("https://0x7f.0.0.1/hook", "webhook_target_private"),

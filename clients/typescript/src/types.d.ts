@@ -237,7 +237,7 @@ export interface ForgottenMemoryOut {
   /** The status before this forget (a dry run: its status now). */
   status: string;
   type: string;
-  /** Shown by a dry run only, to check the set. */
+  /** Shown by a dry run only, to check the set, and only to a key with the read scope. */
   content?: string | null;
   why: "match" | "older_version" | "same_source_event";
 }

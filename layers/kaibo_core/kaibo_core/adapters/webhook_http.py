@@ -72,6 +72,8 @@ _METADATA = frozenset({ipaddress.ip_address("169.254.169.254"), ipaddress.ip_add
 _SHARED_SPACE = ipaddress.ip_network("100.64.0.0/10")  # carrier-grade NAT, not global
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")  # reaches the IPv4 address in its last 32 bits
 _NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
+# Site-local (RFC 3879 deprecated it): private in intent, yet Python's is_global says True.
+_SITE_LOCAL = ipaddress.ip_network("fec0::/10")
 
 #: ``socket.getaddrinfo`` or a stand-in: ``(host, port, family, type)`` → entries whose last item
 #: is the socket address (its first item the IP as text).
@@ -126,7 +128,7 @@ def _is_public(address: _IPAddress) -> bool:
     if address in _METADATA:
         return False
     if isinstance(address, ipaddress.IPv6Address):
-        if address in _NAT64_LOCAL:
+        if address in _NAT64_LOCAL or address in _SITE_LOCAL:
             return False
         embedded = _embedded_ipv4(address)
         if embedded is not None and not _is_public(embedded):

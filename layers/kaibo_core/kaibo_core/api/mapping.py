@@ -301,16 +301,17 @@ def receipt_out(entry: LedgerEntry) -> ReceiptOut:
     return ReceiptOut.model_validate(entry.as_served())
 
 
-def forget_response(outcome: ForgetOutcome) -> ForgetResponse:
-    """The set (a dry run shows each memory's text, to check it; a real forget never does),
-    the receipt and the reason's salt (shown once)."""
+def forget_response(outcome: ForgetOutcome, *, may_read: bool) -> ForgetResponse:
+    """The set (a dry run shows each memory's text, to check it, to a key that may read; a real
+    forget never does), the receipt and the reason's salt (shown once)."""
+    show_text = outcome.dry_run and may_read
     memories = [
         ForgottenMemoryOut(
             id=member.memory.id,
             status=member.memory.status,
             type=member.memory.type,
             content=member.memory.content
-            if outcome.dry_run and member.memory.status not in _TEXT_WITHHELD
+            if show_text and member.memory.status not in _TEXT_WITHHELD
             else None,
             why=member.why,
         )

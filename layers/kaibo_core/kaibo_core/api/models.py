@@ -486,7 +486,10 @@ class ForgottenMemoryOut(SparseWireModel):
     id: str
     status: str = Field(description="The status before this forget (a dry run: its status now).")
     type: str
-    content: str | None = Field(default=None, description="Shown by a dry run only, to check the set.")
+    content: str | None = Field(
+        default=None,
+        description="Shown by a dry run only, to check the set, and only to a key with the read scope.",
+    )
     why: Literal["match", "older_version", "same_source_event"]
 
 
