@@ -1,6 +1,7 @@
 """Fault injection on the real emulator client (issue #20, item 4): a botocore ``before-call`` hook on
 the very clients the handlers use (tests/fixtures/faults.py) throttles, cancels, loses or crashes
-chosen calls of remember, structuring, forget and the purge, and SQS sends after a commit.
+chosen calls of remember, structuring, forget and the purge, SQS sends after a commit, and the
+webhook dispatch's writes after a delivery attempt.
 
 For every fault: no acknowledged event is lost (a 2xx remember's events are readable and chained),
 no memory is made twice (recall returns no duplicate), and once the fault clears, the recovery the
@@ -15,6 +16,7 @@ import json
 import logging
 import re
 import secrets
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -30,12 +32,14 @@ from kaibo_core.adapters.dynamodb_webhooks import DynamoWebhookStore
 from kaibo_core.adapters.sqs_webhooks import SqsWebhookQueue
 from kaibo_core.core.chain import ChainVerifier
 from kaibo_core.core.clock import utc_now
+from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.core.webhooks import RETRY_SCHEDULE_SECONDS, Delivery, encode_message
 from kaibo_core.runtime import wiring
 from kaibo_core.runtime.settings import get_settings
 from kaibo_core.services.purging import Purger
 from kaibo_core.services.webhook_dispatch import WebhookDispatcher
 from kaibo_local.template import create_tables, load_template
-from kaibo_local.workers import create_queues
+from kaibo_local.workers import create_queues, sqs_event
 from tests.conftest import AwsStack
 from tests.fixtures.faults import Crash, Fault, FaultInjector, both, mentions, quiesce_io_pool, touches
 from tests.integration.api import FakeLambdaContext, Reply, handler_module
@@ -43,7 +47,7 @@ from tests.integration.test_forget_api import SCHEDULED_EVENT, forget, forget_no
 from tests.integration.test_recall_api import recall
 from tests.integration.test_remember_api import events, message, new_project, remember
 from tests.integration.test_structuring_api import get_job, run_structure, take_job_messages
-from tests.integration.test_webhooks_api import Receiver, drain, pump, subscribe
+from tests.integration.test_webhooks_api import Receiver, drain, hooks, pump, subscribe
 
 #: One job of two events; the second retires the first's memory (a link, so a commit with a retire).
 BATCH = [
@@ -1014,3 +1018,91 @@ def test_a_webhook_event_whose_relay_failed_after_the_commit_is_relayed_by_the_s
     assert relay_later() == 0
     assert_acknowledged_events_kept(project, replies)
     assert_same_state(stack, reference, project)
+
+
+# -- 3. the bookkeeping of a delivery attempt, redelivered after a failure ------------------------------
+
+LAST_ATTEMPT = len(RETRY_SCHEDULE_SECONDS)
+
+
+def dispatch(stack: AwsStack, message: dict[str, Any]) -> dict[str, Any]:
+    """One SQS batch of ``message`` through the dispatch function (as Lambda's trigger sends it)."""
+    arn = f"arn:aws:sqs:us-east-1:123456789012:{stack.queues['WebhookQueue'].rsplit('/', 1)[-1]}"
+    handler = handler_module("webhook_dispatch").lambda_handler
+    result: dict[str, Any] = handler(sqs_event([message], arn), FakeLambdaContext())
+    return result
+
+
+def delivery_message(delivery: Delivery) -> dict[str, Any]:
+    return {"MessageId": str(uuid.uuid4()), "ReceiptHandle": "rh", "Body": encode_message(delivery)}
+
+
+def webhook_with_event_at(project: str, receiver: Receiver, attempt: int) -> tuple[str, int]:
+    """A webhook and its test event, whose attempts before ``attempt`` were made (by other messages)."""
+    webhook_id = subscribe(project, receiver.url)["id"]
+    seq = hooks(project, "POST", f"{webhook_id}/test").body["seq"]
+    store = wiring.webhook_store()
+    for earlier in range(1, attempt):
+        assert store.claim_attempt(ProjectId(project), webhook_id, seq, earlier, f"earlier-{earlier}")
+    return webhook_id, seq
+
+
+def dead_lettered(stack: AwsStack) -> list[str]:
+    queue = stack.queues["WebhookDeadLetterQueue"]
+    return [
+        m["Body"]
+        for m in stack.sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get("Messages", [])
+    ]
+
+
+@pytest.mark.parametrize("failing", ["dead-letter send", "failing mark", "delivery settle"])
+def test_a_last_attempt_whose_bookkeeping_failed_is_finished_by_the_redelivery(
+    stack: AwsStack, faults: Faults, receiver: Receiver, failing: str
+) -> None:
+    """The last attempt failed, then one of its writes failed: SQS redelivers the message, which
+    makes the attempt again and reaches the dead-letter queue (at least once) and ``failing``."""
+    receiver.statuses = [500] * 5
+    project = new_project()
+    webhook_id, seq = webhook_with_event_at(project, receiver, LAST_ATTEMPT)
+    dead_letter_queue = stack.queues["WebhookDeadLetterQueue"].rsplit("/", 1)[-1]
+    fault = {
+        "dead-letter send": lambda: faults.sqs.add(
+            Fault("SendMessage", "unavailable", when=mentions(dead_letter_queue))
+        ),
+        "failing mark": lambda: faults.dynamodb.add(
+            Fault("UpdateItem", "throughput", when=mentions(project, ":failing"))
+        ),
+        "delivery settle": lambda: faults.dynamodb.add(
+            Fault("UpdateItem", "throughput", when=mentions(project, ":status", "failed"))
+        ),
+    }[failing]()
+    message = delivery_message(Delivery(project, webhook_id, seq, LAST_ATTEMPT))
+
+    assert dispatch(stack, message)["batchItemFailures"]  # reported: SQS redelivers it
+    assert fault.fired
+    faults.sqs.clear()
+    faults.dynamodb.clear()
+    assert dispatch(stack, message)["batchItemFailures"] == []
+
+    assert hooks(project, "GET", webhook_id).body["status"] == "failing"
+    assert message["Body"] in dead_lettered(stack)
+    assert len(receiver.bodies()) == 2  # the redelivery made the last attempt again
+    assert dispatch(stack, message)["batchItemFailures"] == []  # settled: one more copy is dropped
+    assert len(receiver.bodies()) == 2
+
+
+def test_a_success_whose_recovery_mark_failed_makes_the_webhook_active_on_the_redelivery(
+    stack: AwsStack, faults: Faults, receiver: Receiver
+) -> None:
+    project = new_project()
+    webhook_id, seq = webhook_with_event_at(project, receiver, 2)
+    wiring.webhook_store().set_health(ProjectId(project), webhook_id, "2026-12-01T00:00:00.000Z")
+    fault = faults.dynamodb.add(Fault("UpdateItem", "throughput", when=mentions(project, ":active")))
+    message = delivery_message(Delivery(project, webhook_id, seq, 2))
+
+    assert dispatch(stack, message)["batchItemFailures"]
+    assert fault.fired
+    faults.dynamodb.clear()
+    assert dispatch(stack, message)["batchItemFailures"] == []
+
+    assert hooks(project, "GET", webhook_id).body["status"] == "active"

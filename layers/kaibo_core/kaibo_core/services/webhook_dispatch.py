@@ -8,7 +8,9 @@ crashed function left unrelayed (the sweeper).
   redelivering the same message after a crash wins it again. The POST is signed per Standard
   Webhooks with every active secret; 2xx settles the delivery; anything else queues the next
   attempt after the retry schedule's wait (``core/webhooks.py``); after the last attempt the
-  message goes to the dead-letter queue and the webhook is marked ``failing``.
+  message goes to the dead-letter queue and the webhook is marked ``failing``. The delivery is
+  settled only after these: when one of them fails, the redelivered message makes the attempt
+  again and redoes them (the dead-letter queue may get the message twice, never zero times).
 
 A slow or dead receiver costs this function's time only: remember, recall and forget never wait
 for a delivery.
@@ -150,17 +152,19 @@ class WebhookDispatcher:
                 next_attempt_at=next_at,
             ),
         )
+        # Settling comes last: until then the delivery stays pending, so if a write before it
+        # fails, SQS's redelivery of this message wins the claim again and redoes them all.
         if ok:
-            self._store.settle(project, sub.id, event.seq, "delivered")
             if sub.status == "failing":
                 self._store.set_health(project, sub.id, None)
+            self._store.settle(project, sub.id, event.seq, "delivered")
         elif next_delay is not None:
             following = Delivery(project, sub.id, event.seq, message.attempt + 1, next_at)
             self._queue.deliver(following, next_delay)
         else:
-            self._store.settle(project, sub.id, event.seq, "failed")
             self._queue.dead_letter(message)
             self._store.set_health(project, sub.id, at)
+            self._store.settle(project, sub.id, event.seq, "failed")
         return outcome
 
     def _signing_ciphertexts(self, sub: Subscription) -> Sequence[str]:
