@@ -1,7 +1,8 @@
 """Fault injection on the real emulator client (issue #20, item 4): a botocore ``before-call`` hook on
 the very clients the handlers use (tests/fixtures/faults.py) throttles, cancels, loses or crashes
-chosen calls of remember, structuring, forget and the purge, SQS sends after a commit, and the
-webhook dispatch's writes after a delivery attempt.
+chosen calls of remember, structuring, forget and the purge, SQS sends after a commit, the
+webhook dispatch's writes after a delivery attempt, and creates (projects, keys) whose commit
+succeeded but whose answer was lost and retried by the SDK.
 
 For every fault: no acknowledged event is lost (a 2xx remember's events are readable and chained),
 no memory is made twice (recall returns no duplicate), and once the fault clears, the recovery the
@@ -42,8 +43,9 @@ from kaibo_local.template import create_tables, load_template
 from kaibo_local.workers import create_queues, sqs_event
 from tests.conftest import AwsStack
 from tests.fixtures.faults import Crash, Fault, FaultInjector, both, mentions, quiesce_io_pool, touches
-from tests.integration.api import FakeLambdaContext, Reply, handler_module
+from tests.integration.api import ADMIN_CONTEXT, FakeLambdaContext, Reply, call, handler_module
 from tests.integration.test_forget_api import SCHEDULED_EVENT, forget, forget_now, ledger, receipt
+from tests.integration.test_keys_and_authorizer import add_key, authorize, create_project
 from tests.integration.test_recall_api import recall
 from tests.integration.test_remember_api import events, message, new_project, remember
 from tests.integration.test_structuring_api import get_job, run_structure, take_job_messages
@@ -1106,3 +1108,72 @@ def test_a_success_whose_recovery_mark_failed_makes_the_webhook_active_on_the_re
     assert dispatch(stack, message)["batchItemFailures"] == []
 
     assert hooks(project, "GET", webhook_id).body["status"] == "active"
+
+
+# -- 4. creates whose commit succeeded but whose answer was lost (the SDK retries them) -------------------
+
+
+def items_of(stack: AwsStack, table: str, project: str) -> list[dict[str, Any]]:
+    """Every item of ``table`` that belongs to ``project`` (by key or by its projectId)."""
+    found = []
+    for item in stack.dynamodb.scan(TableName=stack.tables[table])["Items"]:
+        if project in item["pk"]["S"] or item.get("projectId", {}).get("S") == project:
+            found.append(item)
+    return found
+
+
+def keys_of(stack: AwsStack, project: str) -> list[str]:
+    items = items_of(stack, "ProjectsTable", project)
+    return sorted(item["pk"]["S"] for item in items if item["pk"]["S"].startswith("apikey#"))
+
+
+def authorizes(api_key: str) -> bool:
+    return str(authorize(f"Bearer {api_key}")["policyDocument"]["Statement"][0]["Effect"]) == "Allow"
+
+
+def test_a_project_creation_whose_answer_was_lost_answers_201_with_a_working_key(
+    stack: AwsStack, faults: Faults
+) -> None:
+    fault = faults.dynamodb.add(Fault("TransactWriteItems", "lost_retried", when=mentions("project#")))
+    reply = call("admin", "POST", "/v1/admin/projects", body={"name": "retried"}, context=ADMIN_CONTEXT)
+
+    assert fault.fired
+    assert reply.status == 201, reply.body
+    project = reply.body["projectId"]
+    assert keys_of(stack, project) == [f"apikey#{reply.body['keyId']}"]
+    assert authorizes(reply.body["apiKey"])
+
+
+def test_a_key_creation_whose_answer_was_lost_answers_201_with_that_key(
+    stack: AwsStack, faults: Faults
+) -> None:
+    project = create_project()["projectId"]
+    fault = faults.dynamodb.add(
+        Fault("TransactWriteItems", "lost_retried", when=mentions(project, "apikey#"))
+    )
+    reply = add_key(project, {"scopes": ["read"]})
+
+    assert fault.fired
+    assert reply.status == 201, reply.body  # was 404 project_not_found, with the key stored
+    assert f"apikey#{reply.body['keyId']}" in keys_of(stack, project)
+    assert len(keys_of(stack, project)) == 2
+    assert authorizes(reply.body["apiKey"])
+
+
+def test_a_key_creation_that_lost_a_race_is_retried_and_one_that_keeps_losing_answers_429(
+    stack: AwsStack, faults: Faults
+) -> None:
+    project = create_project()["projectId"]
+    once = faults.dynamodb.add(
+        Fault("TransactWriteItems", "conflict", conflict_at=0, when=mentions(project, "apikey#"))
+    )
+    assert add_key(project, {"scopes": ["read"]}).status == 201
+    assert once.fired
+    faults.dynamodb.add(
+        Fault("TransactWriteItems", "conflict", conflict_at=0, times=100, when=mentions(project, "apikey#"))
+    )
+    busy = add_key(project, {"scopes": ["read"]})
+
+    assert (busy.status, busy.body["error"]["code"]) == (429, "project_busy")  # was 404
+    assert len(keys_of(stack, project)) == 2
+    assert add_key(f"prj_{'0' * 26}", {"scopes": ["read"]}).status == 404

@@ -3,18 +3,25 @@
 ``project#<id>`` holds the project; ``apikey#<keyId>`` holds a key's salted
 hash, its project and scopes. Keys are found by key id alone: the authorizer
 learns the project from the key, never the other way round.
+
+A write that creates a key is safe to send twice: the key's id and salted hash are made once per
+request, so when the SDK retries a transaction that had committed (its answer lost), the key's
+failed condition returns the stored item, and finding this request's own hash there means done.
+A transaction that lost a race to another one is tried again; after a few, ``429 project_busy``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import ClientError
 
 from kaibo_core.core import storage_keys
 from kaibo_core.core.api_keys import IssuedKey
-from kaibo_core.core.errors import NotFoundError
+from kaibo_core.core.backoff import full_jitter
+from kaibo_core.core.errors import NotFoundError, TooManyRequestsError
 from kaibo_core.core.models.keys import StoredKey
 from kaibo_core.core.storage_keys import ProjectId
 
@@ -23,10 +30,36 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
 
+#: Tries of a key's transaction that keeps losing races to other transactions.
+MAX_KEY_WRITE_ATTEMPTS: Final = 4
+_BACKOFF_BASE_SECONDS: Final = 0.02
+_BACKOFF_CAP_SECONDS: Final = 0.5
+
+
+class _RefusedError(Exception):
+    """A key's transaction failed a condition: ``codes`` are its cancellation reasons."""
+
+    def __init__(self, codes: list[str | None]) -> None:
+        super().__init__(f"transaction cancelled: {codes}")
+        self.codes = codes
+
+
+def _is_own_key(reason: dict[str, Any], key: IssuedKey) -> bool:
+    """The key's item exists and is the one this request writes (a retry of a committed write)."""
+    stored = reason.get("Item") or {}
+    return (
+        reason.get("Code") == "ConditionalCheckFailed"
+        and stored.get("secretHash", {}).get("S") == key.secret_hash
+    )
+
+
 class DynamoProjectStore:
-    def __init__(self, client: DynamoDBClient, table: str) -> None:
+    def __init__(
+        self, client: DynamoDBClient, table: str, *, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
         self._client = client
         self._table = table
+        self._sleep = sleep
 
     def _key_put(
         self, project: ProjectId, key: IssuedKey, scopes: Sequence[str], now: str
@@ -43,8 +76,34 @@ class DynamoProjectStore:
                     "createdAt": {"S": now},
                 },
                 "ConditionExpression": "attribute_not_exists(pk)",
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
         }
+
+    def _commit_with_key(self, actions: list[TransactWriteItemTypeDef], key: IssuedKey) -> None:
+        """Apply ``actions``, whose last one puts ``key``; done too when that key is found stored
+        by this very request. ``_RefusedError`` when a condition failed, 429 after lost races."""
+        for attempt in range(MAX_KEY_WRITE_ATTEMPTS):
+            try:
+                self._client.transact_write_items(TransactItems=actions)
+                return
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+                    raise
+                reasons: list[dict[str, Any]] = list(exc.response.get("CancellationReasons", []))  # type: ignore[arg-type]
+                if reasons and _is_own_key(reasons[-1], key):
+                    return
+                codes = [reason.get("Code") for reason in reasons]
+                if "ConditionalCheckFailed" in codes:
+                    raise _RefusedError(codes) from exc
+                if "TransactionConflict" not in codes:
+                    raise
+                self._sleep(full_jitter(attempt, _BACKOFF_BASE_SECONDS, _BACKOFF_CAP_SECONDS))
+        raise TooManyRequestsError(
+            "project_busy",
+            "The project is receiving too many concurrent changes; retry (no key was created).",
+            retry_after_seconds=1,
+        )
 
     def create_project(  # noqa: PLR0917 - a project's fields
         self,
@@ -64,38 +123,29 @@ class DynamoProjectStore:
         }
         if time_zone is not None:
             item["timeZone"] = {"S": time_zone}
-        self._client.transact_write_items(
-            TransactItems=[
-                {
-                    "Put": {
-                        "TableName": self._table,
-                        "Item": item,
-                        "ConditionExpression": "attribute_not_exists(pk)",
-                    }
-                },
-                self._key_put(project, key, scopes, now),
-            ]
-        )
+        project_put: TransactWriteItemTypeDef = {
+            "Put": {"TableName": self._table, "Item": item, "ConditionExpression": "attribute_not_exists(pk)"}
+        }
+        try:
+            self._commit_with_key([project_put, self._key_put(project, key, scopes, now)], key)
+        except _RefusedError as exc:
+            raise RuntimeError(f"project {project} or key {key.key_id} exists already: {exc.codes}") from exc
 
     def add_key(self, project: ProjectId, key: IssuedKey, scopes: Sequence[str], now: str) -> None:
         """A new key for an existing project (404 otherwise)."""
+        project_exists: TransactWriteItemTypeDef = {
+            "ConditionCheck": {
+                "TableName": self._table,
+                "Key": {k: {"S": v} for k, v in storage_keys.project_key(project).items()},
+                "ConditionExpression": "attribute_exists(pk)",
+            }
+        }
         try:
-            self._client.transact_write_items(
-                TransactItems=[
-                    {
-                        "ConditionCheck": {
-                            "TableName": self._table,
-                            "Key": {k: {"S": v} for k, v in storage_keys.project_key(project).items()},
-                            "ConditionExpression": "attribute_exists(pk)",
-                        }
-                    },
-                    self._key_put(project, key, scopes, now),
-                ]
-            )
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException":
+            self._commit_with_key([project_exists, self._key_put(project, key, scopes, now)], key)
+        except _RefusedError as exc:
+            if exc.codes[0] == "ConditionalCheckFailed":
                 raise NotFoundError("project_not_found", f"No project {project!r}.") from exc
-            raise
+            raise RuntimeError(f"key {key.key_id} exists already: {exc.codes}") from exc
 
     def revoke_key(self, key_id: str, now: str) -> None:
         try:
