@@ -1,8 +1,8 @@
 """Fault injection on the real emulator client (issue #20, item 4): a botocore ``before-call`` hook on
 the very clients the handlers use (tests/fixtures/faults.py) throttles, cancels, loses or crashes
 chosen calls of remember, structuring, forget and the purge, SQS sends after a commit, the
-webhook dispatch's writes after a delivery attempt, and creates (projects, keys) whose commit
-succeeded but whose answer was lost and retried by the SDK.
+webhook dispatch's writes after a delivery attempt, and creates (projects, keys, webhooks, test
+events) whose commit succeeded but whose answer was lost and retried by the SDK.
 
 For every fault: no acknowledged event is lost (a 2xx remember's events are readable and chained),
 no memory is made twice (recall returns no duplicate), and once the fault clears, the recovery the
@@ -1177,3 +1177,31 @@ def test_a_key_creation_that_lost_a_race_is_retried_and_one_that_keeps_losing_an
     assert (busy.status, busy.body["error"]["code"]) == (429, "project_busy")  # was 404
     assert len(keys_of(stack, project)) == 2
     assert add_key(f"prj_{'0' * 26}", {"scopes": ["read"]}).status == 404
+
+
+def test_a_webhook_creation_whose_answer_was_lost_answers_201_and_counts_it_once(
+    stack: AwsStack, faults: Faults
+) -> None:
+    project = new_project()
+    fault = faults.dynamodb.add(Fault("TransactWriteItems", "lost_retried", when=mentions(project, "wh#")))
+    reply = hooks(project, "POST", body={"url": "https://example.com/hook", "events": ["memory.forgotten"]})
+
+    assert fault.fired
+    assert reply.status == 201, reply.body  # was 500, with a subscription nobody had the secret of
+    assert [hook["id"] for hook in hooks(project, "GET").body["webhooks"]] == [reply.body["id"]]
+    head = wiring.webhook_store().head(ProjectId(project))
+    assert head == (0, 1, True)  # counted once: (last seq, subscribers, exists)
+
+
+def test_a_test_event_whose_answer_was_lost_is_emitted_once(stack: AwsStack, faults: Faults) -> None:
+    project = new_project()
+    webhook_id = subscribe(project, "https://example.com/hook")["id"]
+    fault = faults.dynamodb.add(
+        Fault("TransactWriteItems", "lost_retried", when=mentions(f"{project}#outbox"))
+    )
+    reply = hooks(project, "POST", f"{webhook_id}/test")
+
+    assert fault.fired
+    assert reply.status == 202, reply.body
+    outbox = [item["sk"]["S"] for item in items_of(stack, "WebhooksTable", f"{project}#outbox")]
+    assert sorted(outbox) == [f"{reply.body['seq']:012d}", "head"]  # was two events, two pings

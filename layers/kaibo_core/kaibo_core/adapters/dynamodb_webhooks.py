@@ -6,7 +6,8 @@ kaibo_core.core.storage_keys.
   ``description``, ``createdAt``, ``fromSeq`` (N), ``status``, ``failingSince``?, ``secrets``
   (L of S: the KMS ciphertexts, newest first), ``previousUntil``?.
 - Outbox: ``pk = <project>#outbox``, ``sk = <seq, 12 digits>``: ``type``, ``createdAt``,
-  ``data`` (JSON text: ids only), ``onlyWebhook``?; until relayed to the queue, ``relayPk =
+  ``data`` (JSON text: ids only), ``onlyWebhook``?, ``emittedBy``? (the token of the ``emit``
+  call that wrote it); until relayed to the queue, ``relayPk =
   unrelayed`` and ``relaySk = <createdAt>#<project>#<seq>`` (the sparse ``Unrelayed`` index the
   sweeper reads). Head: same ``pk``, ``sk = head``: ``seq`` (N, the last seq given) and
   ``subscribers`` (N). Entries expire (``expiresAt``) after OUTBOX_RETENTION_DAYS.
@@ -20,11 +21,18 @@ and adds to its own transaction the head's new ``seq``, conditioned on the one r
 outbox entry per event. Two writers that read the same head cannot both commit: the loser
 re-reads and retries, like the ledger's appends. A project without subscribers emits nothing
 (no head write, no entry): one read per change is all webhooks cost it.
+
+**Retried writes.** When the SDK retries a transaction that had committed (its answer lost), the
+retry fails its own conditions. Creating a subscription and emitting a test event recognise their
+own first attempt in the item the failed condition returns (the subscription's secret ciphertext,
+the outbox entry's ``emittedBy`` token, both made once per request) and answer as if committed,
+instead of writing a second event or failing with the subscription stored.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -48,7 +56,7 @@ from kaibo_core.core.webhooks import (
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+    from mypy_boto3_dynamodb.type_defs import PutTypeDef, TransactWriteItemTypeDef
 
 UNRELAYED_INDEX: Final = "Unrelayed"
 UNRELAYED_PARTITION: Final = "unrelayed"
@@ -104,7 +112,7 @@ def subscription_from_item(project: ProjectId, item: dict[str, Any]) -> Subscrip
     )
 
 
-def outbox_item(event: OutboxEvent) -> Item:
+def outbox_item(event: OutboxEvent, emitted_by: str | None = None) -> Item:
     project = ProjectId(event.project_id)
     item: Item = {
         **key(storage_keys.outbox_event_key(project, event.seq)),
@@ -117,6 +125,8 @@ def outbox_item(event: OutboxEvent) -> Item:
     }
     if event.only_webhook:
         item["onlyWebhook"] = s(event.only_webhook)
+    if emitted_by:
+        item["emittedBy"] = s(emitted_by)
     return item
 
 
@@ -132,8 +142,22 @@ def outbox_event_from_item(project: ProjectId, item: dict[str, Any]) -> OutboxEv
 
 
 def _cancellation_codes(exc: ClientError) -> list[str | None]:
-    reasons = exc.response.get("CancellationReasons", [])
-    return [reason.get("Code") for reason in reasons]
+    return [reason.get("Code") for reason in _cancellation_reasons(exc)]
+
+
+def _cancelled(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") == "TransactionCanceledException"
+
+
+def _cancellation_reasons(exc: ClientError) -> list[dict[str, Any]]:
+    return list(exc.response.get("CancellationReasons", []))  # type: ignore[arg-type]
+
+
+def _stored_by_failed_condition(reason: dict[str, Any]) -> dict[str, Any]:
+    """The item a failed condition found (``ReturnValuesOnConditionCheckFailure``), or {}."""
+    if reason.get("Code") != "ConditionalCheckFailed":
+        return {}
+    return dict(reason.get("Item") or {})
 
 
 class DynamoWebhookStore:
@@ -159,10 +183,15 @@ class DynamoWebhookStore:
         return int(item["seq"]["N"]), int(item.get("subscribers", {}).get("N", "0")), True
 
     def prepare(
-        self, project: ProjectId, notifications: Sequence[Notification], now: str
+        self,
+        project: ProjectId,
+        notifications: Sequence[Notification],
+        now: str,
+        emitted_by: str | None = None,
     ) -> PreparedEmit | None:
         """The outbox writes for ``notifications`` at the project's next seqs, or None when
-        nobody can receive them (no subscriber, and no ``webhook.test``)."""
+        nobody can receive them (no subscriber, and no ``webhook.test``). With ``emitted_by``, the
+        entries carry it and a failed condition returns the entry found."""
         if not notifications:
             return None
         last, subscribers, exists = self.head(project)
@@ -190,32 +219,39 @@ class DynamoWebhookStore:
                 "ExpressionAttributeValues": {":new": n(events[-1].seq), ":last": n(last)},
             }
         }
-        puts: list[TransactWriteItemTypeDef] = [
-            {
-                "Put": {
-                    "TableName": self._table,
-                    "Item": outbox_item(event),
-                    "ConditionExpression": "attribute_not_exists(pk)",
-                }
-            }
-            for event in events
-        ]
+        puts = [self._outbox_put(event, emitted_by) for event in events]
         return PreparedEmit(events, (head_update, *puts))
+
+    def _outbox_put(self, event: OutboxEvent, emitted_by: str | None) -> TransactWriteItemTypeDef:
+        put: PutTypeDef = {
+            "TableName": self._table,
+            "Item": outbox_item(event, emitted_by),
+            "ConditionExpression": "attribute_not_exists(pk)",
+        }
+        if emitted_by:
+            put["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+        return {"Put": put}
 
     def emit(
         self, project: ProjectId, notifications: Sequence[Notification], now: str
     ) -> tuple[OutboxEvent, ...]:
         """Emit events that report no other write (``webhook.test``), retrying lost races."""
+        token = secrets.token_hex(8)
         for _ in range(MAX_CREATE_ATTEMPTS):
-            prepared = self.prepare(project, notifications, now)
+            prepared = self.prepare(project, notifications, now, emitted_by=token)
             if prepared is None:
                 return ()
             try:
                 self._client.transact_write_items(TransactItems=list(prepared.actions))
             except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException":
-                    continue
-                raise
+                if not _cancelled(exc):
+                    raise
+                if any(
+                    _stored_by_failed_condition(reason).get("emittedBy", {}).get("S") == token
+                    for reason in _cancellation_reasons(exc)
+                ):
+                    return prepared.events  # the SDK retried this very transaction: it committed
+                continue
             return prepared.events
         raise RuntimeError(f"outbox of project {project}: the head kept moving")
 
@@ -282,15 +318,23 @@ class DynamoWebhookStore:
                                 "TableName": self._table,
                                 "Item": subscription_item(stored),
                                 "ConditionExpression": "attribute_not_exists(pk)",
+                                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                             }
                         },
                         head,
                     ]
                 )
             except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException":
-                    continue
-                raise
+                if not _cancelled(exc):
+                    raise
+                found = [
+                    item
+                    for item in map(_stored_by_failed_condition, _cancellation_reasons(exc))
+                    if string_list(item.get("secrets")) == sub.secret_ciphertexts
+                ]
+                if found:
+                    return subscription_from_item(project, found[0])  # the SDK retried it: it committed
+                continue
             return stored
         raise RuntimeError(f"webhooks of project {project}: the head kept moving")
 
