@@ -101,7 +101,7 @@ class DynamoProjectStore:
                 self._sleep(full_jitter(attempt, _BACKOFF_BASE_SECONDS, _BACKOFF_CAP_SECONDS))
         raise TooManyRequestsError(
             "project_busy",
-            "The project is receiving too many concurrent changes; retry (no key was created).",
+            "The project is receiving too many concurrent changes; retry (nothing was created).",
             retry_after_seconds=1,
         )
 
