@@ -788,6 +788,43 @@ def test_a_failing_forget_step_converges_by_the_retry_or_the_purge(  # noqa: PLR
     assert_same_state(stack, reference, project)
 
 
+def postings_of(stack: AwsStack, project: str) -> list[str]:
+    """The project's postings (``pk|sk``), counters aside."""
+    return sorted(
+        f"{item['pk']['S']}|{item['sk']['S']}"
+        for item in _project_items(stack, stack.tables["TermIndexTable"], project)
+        if not item["sk"]["S"].startswith("~") and not item["pk"]["S"].endswith("#corpus")
+    )
+
+
+@pytest.mark.parametrize("times", [1, 1000], ids=["one-tombstone", "every-tombstone"])
+def test_a_tombstone_retried_after_its_first_attempt_applied_still_leaves_the_index_at_once(
+    stack: AwsStack, faults: Faults, times: int
+) -> None:
+    """The SDK retries a tombstone whose first attempt applied (its answer lost): the retry fails
+    its condition on this very forget's tombstone, which is still this forget's to finish: the
+    memory's postings and counts leave the index before forget answers, as without the retry."""
+    reference = new_project()
+    remembered_and_structured(stack, reference)
+    assert forget(reference, FORGET).status == 200
+    project = new_project()
+    replies = remembered_and_structured(stack, project)
+    assert postings_of(stack, project)
+    fault = faults.dynamodb.add(
+        Fault("UpdateItem", "lost_retried", times=times, when=mentions(project, '":tombstoned"'))
+    )
+
+    reply = forget(project, FORGET)
+
+    assert fault.fired
+    assert reply.status == 200, reply.body
+    assert postings_of(stack, project) == []
+    assert purge_later()["applied"] == 0  # marked applied, and nothing was left to apply
+    assert recalled(project, "release target") == []
+    assert_acknowledged_events_kept(project, replies)
+    assert_same_state(stack, reference, project)
+
+
 # -- 1. and 4. the purge: its writes failing, the function dying mid-run ----------------------------------
 
 

@@ -2,7 +2,9 @@
 
 Tombstoning is a status change on the memory item (its text stays until purge), conditioned on
 the status it had when read, so a concurrent change (structuring switching it on, retiring it)
-is seen and the tombstone retried over it; a memory already forgotten is left as it is. An event
+is seen and the tombstone retried over it; a memory already forgotten is left as it is, unless this
+very forget tombstoned it (a write retried by the SDK after its answer was lost: its first attempt
+applied), which counts as done here, so its postings still leave the index at once. An event
 that has no provisional memory yet gets a tombstoned one, so that nothing can create it later
 (structuring and remember only ever put a memory item that does not exist).
 
@@ -102,6 +104,8 @@ class DynamoForgetStore(DynamoStructuringStore):
         raise RuntimeError(f"memory {memory_id} kept changing while it was being forgotten")
 
     def _flip(self, project: ProjectId, current: MemoryRecord, marks: dict[str, str]) -> bool:
+        """Tombstone ``current`` if it is still as read; True if it is now tombstoned from that
+        state under ``marks["receiptId"]`` (by this call, or by its own attempt the SDK retried)."""
         # The placement too must be the one read: the postings forget removes are the ones it
         # names (a re-index placing the memory meanwhile makes this fail, and forget read again).
         placed, placed_value = placement_condition(current.semantic, ":sem")
@@ -124,10 +128,14 @@ class DynamoForgetStore(DynamoStructuringStore):
                 ConditionExpression=f"#status = :prior AND {placed}",
                 ExpressionAttributeNames={"#status": "status"},
                 ExpressionAttributeValues=values,
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return False
+                # The SDK retries a write whose answer was lost: its first attempt may have applied,
+                # and then this very tombstone is what failed the condition.
+                found: dict[str, Any] = exc.response.get("Item", {})  # type: ignore[assignment]
+                return _tombstoned_by(found, marks["receiptId"])
             raise
         return True
 
@@ -277,6 +285,12 @@ class DynamoForgetStore(DynamoStructuringStore):
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
+
+
+def _tombstoned_by(item: dict[str, Any], receipt_id: str) -> bool:
+    """``item`` (as a failed condition found it) was tombstoned under ``receipt_id``."""
+    status, receipt = item.get("status", {}).get("S"), item.get("receiptId", {}).get("S")
+    return bool(status == "tombstoned" and receipt == receipt_id)
 
 
 def _by_df_shard(memories: Sequence[MemoryRecord]) -> list[list[MemoryRecord]]:
