@@ -47,6 +47,12 @@ def lambda_handler(
             "events": result.events,
         },
     )
+    if result.unfinished:
+        logger.error(
+            "purge cannot finish some entries: an event they name is cited by no memory and has no "
+            "stored location",
+            extra={"unfinished": result.unfinished},
+        )
     return {
         "applied": result.applied,
         "entries": result.entries,

@@ -93,6 +93,39 @@ def test_a_chain_of_three_reads_back_and_verifies(store: DynamoLedgerStore) -> N
     assert verifier.finish() is None
 
 
+def test_the_event_locations_are_kept_with_the_entry_but_neither_hashed_nor_served(
+    store: DynamoLedgerStore,
+) -> None:
+    """Where each event lives is for the purge only (an event no memory cites still loses its
+    payload): the entry's hash and served shape are those of an entry without them."""
+    entry = store.append(
+        PROJECT,
+        memory_ids=["mem_0"],
+        event_ids=["evt_0", "evt_1"],
+        reason_digest="0" * 64,
+        tombstoned_at="2026-06-03T10:00:00.000Z",
+        purge_after="2026-06-04T10:00:00.000Z",
+        event_locations=[("evt_1", "chat", 2), ("evt_0", "chat", 1)],
+    )
+    without = ledger.make_entry(
+        project_id=PROJECT,
+        seq=1,
+        receipt_id=entry.id,
+        memory_ids=["mem_0"],
+        event_ids=["evt_0", "evt_1"],
+        reason_digest="0" * 64,
+        tombstoned_at="2026-06-03T10:00:00.000Z",
+        purge_after="2026-06-04T10:00:00.000Z",
+        prev_hash=chain.GENESIS_PREV_HASH,
+    )
+
+    (stored,) = read_all(store)
+    assert stored.event_locations == (("evt_0", "chat", 1), ("evt_1", "chat", 2))
+    assert store.receipt(PROJECT, entry.id) == stored
+    assert (stored.hash, stored.as_served()) == (without.hash, without.as_served())
+    assert verify(read_all(store)) is None
+
+
 def test_a_receipt_is_found_by_its_id_in_its_project_only(store: DynamoLedgerStore) -> None:
     first, second = append(store, number=1), append(store, number=2)
     assert store.receipt(PROJECT, second.id) == second

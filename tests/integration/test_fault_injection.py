@@ -32,7 +32,7 @@ from kaibo_core.adapters.dynamodb_ledger import DynamoLedgerStore
 from kaibo_core.adapters.dynamodb_webhooks import DynamoWebhookStore
 from kaibo_core.adapters.sqs_webhooks import SqsWebhookQueue
 from kaibo_core.core.chain import ChainVerifier
-from kaibo_core.core.clock import utc_now
+from kaibo_core.core.clock import format_instant, utc_now
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.webhooks import RETRY_SCHEDULE_SECONDS, Delivery, encode_message
 from kaibo_core.runtime import wiring
@@ -46,7 +46,7 @@ from tests.fixtures.faults import Crash, Fault, FaultInjector, both, mentions, q
 from tests.integration.api import ADMIN_CONTEXT, FakeLambdaContext, Reply, call, handler_module
 from tests.integration.test_forget_api import SCHEDULED_EVENT, forget, forget_now, ledger, receipt
 from tests.integration.test_keys_and_authorizer import add_key, authorize, create_project
-from tests.integration.test_recall_api import recall
+from tests.integration.test_recall_api import get_memory, recall
 from tests.integration.test_remember_api import events, message, new_project, remember
 from tests.integration.test_structuring_api import get_job, run_structure, take_job_messages
 from tests.integration.test_webhooks_api import Receiver, drain, hooks, pump, subscribe
@@ -262,8 +262,8 @@ def _labels(project: str, raw: dict[str, list[dict[str, Any]]]) -> dict[str, str
 
 #: DynamoDB's type tags: a value's name is the attribute's that holds it.
 _TAGS = frozenset({"S", "N", "L", "M", "SS", "NS", "BOOL", "NULL"})
-#: Lists of ids stored sorted by id (a ledger entry's, an outbox event's): ids differ between runs.
-_ID_SETS = frozenset({"memoryIds", "eventIds"})
+#: Lists stored sorted by id (a ledger entry's, an outbox event's): ids differ between runs.
+_ID_SETS = frozenset({"memoryIds", "eventIds", "eventLocations"})
 
 
 def _normal(value: Any, name: str, rename: Callable[[str], str]) -> Any:
@@ -953,6 +953,117 @@ def test_a_purge_dying_mid_run_is_finished_by_the_next_run(
         assert finished["complete"], at
         assert_purged_like_reference(stack, expected, project, receipt_id, replies)
         faults.dynamodb.clear()
+
+
+# -- 1. forget and the purge: an event forgotten before it had a memory -----------------------------------
+
+UNINDEXED = "My bike lock code is Vorpalish 3321."
+
+
+def remembered_unindexed(stack: AwsStack, faults: Faults, project: str) -> tuple[str, list[dict[str, Any]]]:
+    """An event acknowledged but never indexed (no memory at all), its job message held in a
+    backlog: the event id and the held message."""
+    faults.dynamodb.add(
+        Fault(
+            "TransactWriteItems",
+            "throughput",
+            times=1000,
+            when=both(mentions(project), touches(stack.tables["TermIndexTable"])),
+        )
+    )
+    reply = remember(project, {"stream": STREAM, "events": [message("k1", UNINDEXED)]})
+    faults.dynamodb.clear()
+    assert reply.status == 202, reply.body
+    assert reply.body["memories"] == []
+    return reply.body["events"][0]["id"], take_job_messages(stack, {reply.body["jobId"]})
+
+
+def stream_forget_died_before_its_placeholder(
+    stack: AwsStack, faults: Faults, project: str, send: Callable[[str, dict[str, Any]], Reply]
+) -> dict[str, Any]:
+    """The stream forgotten by ``send`` (``forget``, or ``forget_now``: no grace window), dying at
+    the placeholder it writes for the event without a memory; the ledger entry it left."""
+    refusal = faults.dynamodb.add(Fault("PutItem", "throughput", when=mentions(project, "tombstoned")))
+    died = send(project, {"stream": STREAM, "reason": "the user asked to erase it"})
+    quiesce_io_pool()
+    faults.dynamodb.clear()
+    assert refusal.fired
+    assert died.status == 500, died.body
+    (entry,) = ledger(project).body["entries"]
+    return dict(entry)
+
+
+def assert_never_structured(stack: AwsStack, project: str, held: list[dict[str, Any]]) -> None:
+    """The held job message, delivered now, makes nothing: the text is never served again."""
+    structure_until_done(stack, held)
+    job_id = json.loads(held[0]["Body"])["jobId"]
+    assert get_job(project, job_id).body["memoryIds"] == []
+    assert recalled(project, "Vorpalish bike lock") == []
+
+
+def test_a_stream_forget_dying_before_its_placeholder_has_it_written_by_the_purge_s_next_run(
+    stack: AwsStack, faults: Faults
+) -> None:
+    """The entry is owed: the purge's next run (a minute on) finishes the dead forget, placeholder
+    included, so the held job message can no longer make the forgotten text a memory."""
+    project = new_project()
+    event_id, held = remembered_unindexed(stack, faults, project)
+    entry = stream_forget_died_before_its_placeholder(stack, faults, project, forget)
+    (placeholder,) = entry["memoryIds"]
+    assert entry["eventIds"] == [event_id]
+    assert get_memory(project, placeholder).status == 404  # not written
+
+    assert purge_later()["applied"] == 1
+
+    assert get_memory(project, placeholder).body["status"] == "tombstoned"
+    assert receipt(project, entry["id"]).body["state"] == "tombstoned"  # the grace window runs
+    assert_never_structured(stack, project, held)
+
+
+def test_the_purge_erases_the_payload_of_every_event_its_entry_names_even_one_no_memory_cites(
+    stack: AwsStack, faults: Faults
+) -> None:
+    """The dead forget never wrote the placeholder, so no memory cites the event: the purge still
+    erases its payload before its receipt reads purged, and structuring it later makes nothing."""
+    project = new_project()
+    _, held = remembered_unindexed(stack, faults, project)
+    entry = stream_forget_died_before_its_placeholder(stack, faults, project, forget_now)
+
+    result = purge_later()
+
+    assert (result["applied"], result["entries"], result["events"]) == (1, 1, 1)
+    assert receipt(project, entry["id"]).body["state"] == "purged"
+    assert [e.get("payload") for e in events(project, STREAM).body["events"]] == [None]
+    (placeholder,) = entry["memoryIds"]
+    assert get_memory(project, placeholder).body["status"] == "purged"
+    assert_never_structured(stack, project, held)
+
+
+def test_an_entry_naming_an_event_it_cannot_locate_stays_on_the_purge_s_work_list(
+    stack: AwsStack, faults: Faults, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An entry written before entries kept their events' locations, whose forget died before its
+    placeholder: no memory tells where the event is, so the purge cannot erase its payload and
+    does not call the entry purged (an operator is told, by count)."""
+    project = new_project()
+    event_id, _ = remembered_unindexed(stack, faults, project)
+    settings = get_settings()
+    entry = DynamoLedgerStore(wiring.dynamodb(), settings.ledger_table).append(
+        ProjectId(project),
+        memory_ids=[f"mem_{event_id.partition('_')[2]}"],
+        event_ids=[event_id],
+        reason_digest="0" * 64,
+        tombstoned_at=format_instant(utc_now()),
+        purge_after=format_instant(utc_now()),
+    )
+
+    with caplog.at_level(logging.ERROR):
+        result = purge_later()
+
+    assert (result["entries"], result["events"]) == (0, 0)
+    assert "purge cannot finish some entries" in caplog.text
+    assert receipt(project, entry.id).body["state"] == "tombstoned"
+    assert [e.get("payload") for e in events(project, STREAM).body["events"]] != [None]
 
 
 # -- 2. the webhook relay after a commit (forget, structuring) -------------------------------------------

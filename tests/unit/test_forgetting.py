@@ -5,8 +5,14 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kaibo_core.core.forgetting import older_versions, preview_token, same_event_memories
-from kaibo_core.core.models.memories import MemoryRecord
+from kaibo_core.core.forgetting import (
+    ForgetMember,
+    ForgetSet,
+    older_versions,
+    preview_token,
+    same_event_memories,
+)
+from kaibo_core.core.models.memories import MemoryRecord, SourceEventRef
 
 ids = st.lists(st.from_regex(r"mem_[0-9A-Z]{4}(-[1-9])?", fullmatch=True), max_size=8)
 
@@ -53,3 +59,17 @@ def test_given_a_provisional_memory_then_its_same_event_memories_are_what_replac
     provisional = memory(id="mem_B", status="replaced", replaced_by=("mem_B-1", "mem_B-2"))
     assert same_event_memories(provisional) == ["mem_B-1", "mem_B-2"]
     assert older_versions(provisional) == []
+
+
+def test_given_a_set_then_it_locates_every_event_its_memories_and_placeholders_cite() -> None:
+    cited = memory(
+        source_events=(SourceEventRef("evt_B", "chat", 2, "h2"), SourceEventRef("evt_A", "chat", 1, "h1"))
+    )
+    placeholder = memory(
+        id="mem_C",
+        status="tombstoned",
+        content=None,
+        source_events=(SourceEventRef("evt_C", "side", 7, "h7"),),
+    )
+    found = ForgetSet((ForgetMember(cited, "match"),), ("evt_A", "evt_B", "evt_C"), (placeholder,))
+    assert found.event_locations == [("evt_A", "chat", 1), ("evt_B", "chat", 2), ("evt_C", "side", 7)]

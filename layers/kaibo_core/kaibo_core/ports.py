@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from kaibo_core.core.api_keys import IssuedKey
-    from kaibo_core.core.ledger import LedgerEntry
+    from kaibo_core.core.ledger import EventLocation, LedgerEntry
     from kaibo_core.core.models.events import EventRecord, StreamHead
     from kaibo_core.core.models.jobs import JobRecord, PendingJob
     from kaibo_core.core.models.keys import StoredKey
@@ -96,6 +96,7 @@ class DeletionLedger(Protocol):
         tombstoned_at: str,
         purge_after: str,
         receipt_id: str | None = None,
+        event_locations: Sequence[EventLocation] = (),
     ) -> LedgerEntry: ...
 
     def read(self, project: ProjectId, from_seq: int, limit: int) -> tuple[list[LedgerEntry], int | None]: ...

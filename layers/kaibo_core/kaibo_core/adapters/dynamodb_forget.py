@@ -26,12 +26,14 @@ from typing import TYPE_CHECKING, Any, Final
 from botocore.exceptions import ClientError
 
 from kaibo_core.adapters.aws import io_pool
+from kaibo_core.adapters.dynamodb_events import record_from_item
 from kaibo_core.adapters.dynamodb_memories import memory_item, placement_condition
 from kaibo_core.adapters.dynamodb_structuring import DynamoStructuringStore
 from kaibo_core.adapters.dynamodb_values import key, n, s
 from kaibo_core.core import storage_keys
 from kaibo_core.core.forgetting import FORGOTTEN
 from kaibo_core.core.indexing import DF_SHARDS, TermEntry, memory_plan, shard_of
+from kaibo_core.core.models.events import EventRecord
 from kaibo_core.core.models.memories import MemoryRecord
 from kaibo_core.core.storage_keys import ProjectId
 
@@ -272,6 +274,18 @@ class DynamoForgetStore(DynamoStructuringStore):
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
+
+    def get_events(self, project: ProjectId, locations: Sequence[tuple[str, int]]) -> list[EventRecord]:
+        """Events by (stream, seq), strongly consistent, in the order asked; missing ones skipped
+        (the purge reads the few it must write placeholders for)."""
+        found = _in_parallel([partial(self._get_event, project, stream, seq) for stream, seq in locations])
+        return [event for event in found if event is not None]
+
+    def _get_event(self, project: ProjectId, stream: str, seq: int) -> EventRecord | None:
+        item = self._client.get_item(
+            TableName=self._events, Key=key(storage_keys.event_key(project, stream, seq)), ConsistentRead=True
+        ).get("Item")
+        return record_from_item(item) if item else None
 
     def erase_payload(self, project: ProjectId, stream: str, seq: int) -> None:
         """An event's payload and salt gone; its header, digest and hash stay (the chain verifies)."""

@@ -5,7 +5,9 @@ Layout (keys built only by kaibo_core.core.storage_keys):
 - Entries: ``pk = <project>#ledger``, ``sk = <seq, 12 digits zero-padded>`` (string order is
   seq order). Attributes in the served shape's camelCase: ``v``, ``projectId``, ``ledgerSeq``
   (N), ``id`` (the receipt id), ``memoryIds`` and ``eventIds`` (L of S, sorted),
-  ``reasonDigest``, ``tombstonedAt``, ``purgeAfter``, ``prevHash``, ``hash``.
+  ``reasonDigest``, ``tombstonedAt``, ``purgeAfter``, ``prevHash``, ``hash``; and, neither hashed
+  nor served, ``eventLocations`` (L of M ``id``, ``stream``, ``seq``): where each event lives, for
+  the purge.
 - Head: same ``pk``, ``sk = head`` (sorts after every entry): ``seq`` (N), ``hash`` (S).
   Absent until the first append.
 - Receipt pointers: ``pk = <project>#receipt#<receiptId>``, ``sk = r``: ``seq`` (N). A
@@ -39,6 +41,7 @@ from kaibo_core.adapters.dynamodb_values import Item, key, n, s, string_list, st
 from kaibo_core.core import chain, storage_keys, webhooks
 from kaibo_core.core.backoff import full_jitter
 from kaibo_core.core.ledger import (
+    EventLocation,
     LedgerConflictError,
     LedgerEntry,
     ReceiptIdTakenError,
@@ -96,7 +99,28 @@ def entry_item(entry: LedgerEntry) -> Item:
         "applySk": s(storage_keys.work_list_sort_key(entry.tombstoned_at, project, entry.seq)),
         "duePk": s(PURGE_DUE_PARTITION),
         "dueSk": s(storage_keys.work_list_sort_key(entry.purge_after, project, entry.seq)),
+        **_locations_attribute(entry.event_locations),
     }
+
+
+def _locations_attribute(locations: Sequence[EventLocation]) -> Item:
+    if not locations:
+        return {}
+    return {
+        "eventLocations": {
+            "L": [
+                {"M": {"id": s(event), "stream": s(stream), "seq": n(seq)}}
+                for event, stream, seq in locations
+            ]
+        }
+    }
+
+
+def _locations(item: dict[str, Any]) -> tuple[EventLocation, ...]:
+    return tuple(
+        (place["M"]["id"]["S"], place["M"]["stream"]["S"], int(place["M"]["seq"]["N"]))
+        for place in item.get("eventLocations", {}).get("L", [])
+    )
 
 
 def entry_from_item(item: dict[str, Any]) -> LedgerEntry:
@@ -112,6 +136,7 @@ def entry_from_item(item: dict[str, Any]) -> LedgerEntry:
         prev_hash=item["prevHash"]["S"],
         hash=item["hash"]["S"],
         v=int(item["v"]["N"]),
+        event_locations=_locations(item),
     )
 
 
@@ -145,6 +170,7 @@ class DynamoLedgerStore:
         tombstoned_at: str,
         purge_after: str,
         receipt_id: str | None = None,
+        event_locations: Sequence[EventLocation] = (),
     ) -> LedgerEntry:
         """Chain a new entry onto the head, retrying lost races; LedgerConflictError if they persist.
 
@@ -165,6 +191,7 @@ class DynamoLedgerStore:
                 tombstoned_at=tombstoned_at,
                 purge_after=purge_after,
                 prev_hash=prev_hash,
+                event_locations=event_locations,
             )
             emit = (
                 self._outbox.prepare(project, [self._forgotten(entry)], tombstoned_at)

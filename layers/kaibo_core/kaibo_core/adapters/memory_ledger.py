@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from kaibo_core.core import chain
 from kaibo_core.core.ledger import (
+    EventLocation,
     LedgerEntry,
     ReceiptIdTakenError,
     make_entry,
@@ -39,6 +40,7 @@ class InMemoryLedgerStore:
         tombstoned_at: str,
         purge_after: str,
         receipt_id: str | None = None,
+        event_locations: Sequence[EventLocation] = (),
     ) -> LedgerEntry:
         """Chain a new entry onto the project's head; a known ``receipt_id`` returns its entry."""
         receipt = receipt_id or new_receipt_id()
@@ -60,6 +62,7 @@ class InMemoryLedgerStore:
                 tombstoned_at=tombstoned_at,
                 purge_after=purge_after,
                 prev_hash=entries[-1].hash if entries else chain.GENESIS_PREV_HASH,
+                event_locations=event_locations,
             )
             entries.append(entry)
             self._receipts[(project, receipt)] = entry.seq

@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from kaibo_core.core.chain import canonicalize
-from kaibo_core.core.ledger import LedgerEntry
-from kaibo_core.core.models.memories import MemoryRecord
+from kaibo_core.core.ledger import EventLocation, LedgerEntry
+from kaibo_core.core.models.events import EventRecord
+from kaibo_core.core.models.memories import MemoryRecord, SourceEventRef
+from kaibo_core.core.provisional import provisional_memory_id
 
 Why = Literal["match", "older_version", "same_source_event"]
 
@@ -55,6 +57,13 @@ class ForgetSet:
     @property
     def memory_ids(self) -> list[str]:
         return sorted(member.memory.id for member in self.members)
+
+    @property
+    def event_locations(self) -> list[EventLocation]:
+        """Where each of ``event_ids`` lives, as the set's memories cite it."""
+        memories = [*(member.memory for member in self.members), *self.placeholders]
+        cited = {ref.event_id: (ref.stream, ref.seq) for memory in memories for ref in memory.source_events}
+        return [(event, *cited[event]) for event in self.event_ids if event in cited]
 
     @property
     def preview_token(self) -> str:
@@ -95,3 +104,21 @@ def same_event_memories(memory: MemoryRecord) -> list[str]:
     """Memories made from the same text as ``memory``: the structured ones a provisional memory
     was replaced by (its siblings are found through their common provisional memory)."""
     return list(memory.replaced_by)
+
+
+def forgotten_placeholder(event: EventRecord, now: str) -> MemoryRecord:
+    """The tombstoned provisional memory of a forgotten event that has none, so that none is made
+    from it later (structuring and remember only ever put a memory item that does not exist)."""
+    return MemoryRecord(
+        project_id=event.project_id,
+        id=provisional_memory_id(event.id),
+        status="tombstoned",
+        type="episode",
+        content=None,
+        valid_from=event.occurred_at,
+        valid_to=None,
+        confidence=0.0,
+        stream=event.stream,
+        source_events=(SourceEventRef(event.id, event.stream, event.seq, event.hash),),
+        created_at=now,
+    )

@@ -24,12 +24,15 @@ import hmac
 import re
 import secrets
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kaibo_core.core import chain, ids
 
 LEDGER_FORMAT_VERSION = 1
+
+#: Where an event lives: (event id, stream, seq).
+EventLocation = tuple[str, str, int]
 REASON_SALT_BYTES = 16
 RECEIPT_ID_PREFIX = "rcpt"
 
@@ -157,6 +160,10 @@ class LedgerEntry:
     prev_hash: str
     hash: str
     v: int = LEDGER_FORMAT_VERSION
+    #: Where each of ``event_ids`` lives, kept with the entry but neither hashed nor served: the
+    #: purge erases every named event's payload by it, also one no memory cites (an event whose
+    #: forget died before writing its placeholder). Empty in entries written before it was kept.
+    event_locations: tuple[EventLocation, ...] = field(default=(), compare=False)
 
     def header(self) -> dict[str, Any]:
         """The hashed header, rebuilt from the stored fields (``v`` as stored, not as current)."""
@@ -199,6 +206,7 @@ def make_entry(
     tombstoned_at: str,
     purge_after: str,
     prev_hash: str,
+    event_locations: Iterable[EventLocation] = (),
 ) -> LedgerEntry:
     """Build entry ``seq`` chained onto ``prev_hash``, computing its hash.
 
@@ -231,6 +239,7 @@ def make_entry(
         purge_after=purge_after,
         prev_hash=prev_hash,
         hash=ledger_hash(prev_hash, header),
+        event_locations=tuple(sorted(event_locations)),
     )
 
 

@@ -5,8 +5,8 @@
    every event's provisional memory), closed under older versions and same source events
    (kaibo_core.core.forgetting). A dry run stops here and returns the set and its token.
 2. **Commit**: the ledger entry (memory ids, event ids, salted reason digest, tombstonedAt,
-   purgeAfter) is appended: from then on the erasure is owed, and the purge finishes it whatever
-   happens to this request.
+   purgeAfter; and, unhashed, where each event lives) is appended: from then on the erasure is
+   owed, and the purge finishes it whatever happens to this request.
 3. **Tombstone**: each memory's status becomes ``tombstoned`` (hidden from recall, explain and
    reads at once; structuring refuses a tombstoned provisional memory), then its postings and
    counts leave the index. An event of the set without a provisional memory gets a tombstoned
@@ -30,6 +30,7 @@ from kaibo_core.core.forgetting import (
     ForgetRequest,
     ForgetSet,
     Why,
+    forgotten_placeholder,
     older_versions,
     same_event_memories,
 )
@@ -153,7 +154,7 @@ class ForgetService:
         wanted = {provisional_memory_id(event.id): event for event in events}
         found = self._memories.get_many(project, wanted)
         placeholders = {
-            memory_id: _placeholder(project, event, self._now())
+            memory_id: forgotten_placeholder(event, self._now())
             for memory_id, event in wanted.items()
             if memory_id not in found
         }
@@ -201,6 +202,7 @@ class ForgetService:
             reason_digest=reason_digest(salt, reason),
             tombstoned_at=format_instant(now),
             purge_after=format_instant(now + self._grace),
+            event_locations=found.event_locations,
         )
         marks = {
             "tombstonedAt": receipt.tombstoned_at,
@@ -248,20 +250,3 @@ class ForgetService:
 
 def _provisional_ids(sources: Iterable[SourceEventRef]) -> list[str]:
     return [provisional_memory_id(ref.event_id) for ref in sources]
-
-
-def _placeholder(project: ProjectId, event: EventRecord, now: str) -> MemoryRecord:
-    """The tombstoned provisional memory of an event that never had one (so none is made later)."""
-    return MemoryRecord(
-        project_id=project,
-        id=provisional_memory_id(event.id),
-        status="tombstoned",
-        type="episode",
-        content=None,
-        valid_from=event.occurred_at,
-        valid_to=None,
-        confidence=0.0,
-        stream=event.stream,
-        source_events=(SourceEventRef(event.id, event.stream, event.seq, event.hash),),
-        created_at=now,
-    )

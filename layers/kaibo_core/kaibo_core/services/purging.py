@@ -9,13 +9,15 @@ Its main work list is the ledger: each entry not purged yet, once its ``purgeAft
 For an entry, in this order, each step idempotent:
 
 1. every memory it names is tombstoned (normally done by forget already; a forget that died after
-   writing its entry is finished here), and so is every memory structuring made from its events
-   (staged and abandoned when it found them forgotten, or committed while the forget ran);
+   writing its entry is finished here, the placeholders of its events without a memory included),
+   and so is every memory structuring made from its events (staged and abandoned when it found
+   them forgotten, or committed while the forget ran);
 2. each of those memories is erased: out of the term index, the document-frequency counters its
    terms leave at zero deleted, content, plan, subject and tags removed, status ``purged``;
-3. each of its events loses its payload and salt (header, digest and hash stay: the chain still
-   verifies);
-4. the entry is marked purged (off the work list; receipts then read ``purged``).
+3. each event it names loses its payload and salt, cited by a memory or not (found by the
+   locations the entry keeps); header, digest and hash stay: the chain still verifies;
+4. the entry is marked purged (off the work list; receipts then read ``purged``), only if every
+   event it names was found in step 3.
 
 A run that dies after any step is finished by the next, which repeats the steps already done at
 no harm. Nothing that is not named by a due entry (or made from its events) is touched.
@@ -29,8 +31,9 @@ from datetime import timedelta
 from typing import Final, Protocol
 
 from kaibo_core.core.clock import Clock, format_instant
-from kaibo_core.core.forgetting import FORGOTTEN
+from kaibo_core.core.forgetting import forgotten_placeholder
 from kaibo_core.core.ledger import LedgerEntry
+from kaibo_core.core.models.events import EventRecord
 from kaibo_core.core.models.memories import MemoryRecord
 from kaibo_core.core.provisional import provisional_memory_id
 from kaibo_core.core.storage_keys import ProjectId
@@ -59,6 +62,7 @@ class PurgeStore(Protocol):
     ) -> list[MemoryRecord | None]: ...
     def remove_many_from_index(self, memories: Sequence[MemoryRecord]) -> None: ...
     def erase_payload(self, project: ProjectId, stream: str, seq: int) -> None: ...
+    def get_events(self, project: ProjectId, locations: Sequence[tuple[str, int]]) -> list[EventRecord]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +72,9 @@ class PurgeResult:
     memories: int  # memories erased
     events: int  # event payloads erased
     complete: bool  # False if the run stopped for lack of time (the next run goes on)
+    #: Entries left on the work list because an event they name cannot be found (none cites it,
+    #: and the entry predates event locations): their payloads need an operator.
+    unfinished: int = 0
 
 
 class Purger:
@@ -79,52 +86,80 @@ class Purger:
     def run(self, *, has_time: Callable[[], bool], limit: int = MAX_ENTRIES_PER_RUN) -> PurgeResult:
         moment = self._clock()
         now = format_instant(moment)
-        applied = entries = memories = events = 0
+        applied = entries = memories = events = unfinished = 0
         for entry in self._ledger.unapplied(format_instant(moment - APPLY_AFTER), limit):
             if not has_time():
-                return PurgeResult(applied, entries, memories, events, complete=False)
+                return PurgeResult(applied, entries, memories, events, complete=False, unfinished=unfinished)
             self.apply(entry)
             applied += 1
         for entry in self._ledger.due(now, limit):
             if not has_time():
-                return PurgeResult(applied, entries, memories, events, complete=False)
-            erased, payloads = self.purge(entry, now)
-            entries, memories, events = entries + 1, memories + erased, events + payloads
-        return PurgeResult(applied, entries, memories, events, complete=True)
+                return PurgeResult(applied, entries, memories, events, complete=False, unfinished=unfinished)
+            erased, payloads, done = self.purge(entry, now)
+            memories, events = memories + erased, events + payloads
+            entries, unfinished = entries + done, unfinished + (not done)
+        return PurgeResult(applied, entries, memories, events, complete=True, unfinished=unfinished)
 
     def apply(self, entry: LedgerEntry) -> None:
         """Finish the tombstones of a forget that died after writing ``entry``."""
-        project = ProjectId(entry.project_id)
-        marks = {"tombstonedAt": entry.tombstoned_at, "purgeAfter": entry.purge_after, "receiptId": entry.id}
-        named, made = _named_and_made(entry)
-        memories = list(self._store.get_many(project, [*named, *made]).values())
-        before = self._store.tombstone_many(project, memories, marks)
         # Every one leaves the index, those the dying forget tombstoned too (it may have died before
         # removing their postings); a memory out of the index already is skipped (exactly once).
-        self._store.remove_many_from_index(
-            [was if was is not None else memory for was, memory in zip(before, memories, strict=True)]
-        )
+        self._store.remove_many_from_index(self._tombstone_all(entry))
         self._ledger.mark_applied(entry)
 
-    def purge(self, entry: LedgerEntry, now: str) -> tuple[int, int]:
-        """Erase everything ``entry`` names; (memories erased, payloads erased)."""
-        project = ProjectId(entry.project_id)
-        marks = {"tombstonedAt": entry.tombstoned_at, "purgeAfter": entry.purge_after, "receiptId": entry.id}
-        named, made = _named_and_made(entry)
-        found = self._store.get_many(project, [*named, *made])
-        targets = list(found.values())
-        for memory in targets:
-            if memory.status not in FORGOTTEN:  # a forget that died after its ledger entry
-                self._store.tombstone(project, memory.id, marks)
+    def purge(self, entry: LedgerEntry, now: str) -> tuple[int, int, bool]:
+        """Erase everything ``entry`` names; (memories erased, payloads erased, whether the entry
+        is done: marked purged only once every event it names has lost its payload)."""
+        targets = self._tombstone_all(entry)
         self._store.erase_many([memory for memory in targets if memory.status != "purged"], now)
-        cited = {ref.event_id: (ref.stream, ref.seq) for m in found.values() for ref in m.source_events}
-        payloads = 0
-        for event_id in entry.event_ids:
-            if event_id in cited:
-                self._store.erase_payload(project, *cited[event_id])
-                payloads += 1
+        payloads, unlocated = self._erase_payloads(entry, targets)
+        if unlocated:
+            return len(targets), payloads, False
         self._ledger.mark_purged(entry, now)
-        return len(targets), payloads
+        return len(targets), payloads, True
+
+    def _tombstone_all(self, entry: LedgerEntry) -> list[MemoryRecord]:
+        """Every memory of ``entry`` tombstoned, each as it was before (with its text, for the index
+        and the erasure): those it names, those made from its events, and a placeholder for each
+        of its events that has no provisional memory (its forget died before writing it)."""
+        project = ProjectId(entry.project_id)
+        named, made = _named_and_made(entry)
+        memories = list(self._store.get_many(project, [*named, *made]).values())
+        before = self._store.tombstone_many(project, memories, _marks(entry))
+        kept = [was if was is not None else memory for was, memory in zip(before, memories, strict=True)]
+        return kept + self._placeholders(entry, {memory.id for memory in memories})
+
+    def _placeholders(self, entry: LedgerEntry, existing: set[str]) -> list[MemoryRecord]:
+        """The placeholders of ``entry``'s events that have no provisional memory, written (a
+        memory made from such an event meanwhile is tombstoned instead, and returned)."""
+        project = ProjectId(entry.project_id)
+        missing = [
+            (stream, seq)
+            for event, stream, seq in entry.event_locations
+            if provisional_memory_id(event) not in existing
+        ]
+        placed: list[MemoryRecord] = []
+        for event in self._store.get_events(project, missing) if missing else []:
+            placeholder = forgotten_placeholder(event, entry.tombstoned_at)
+            was = self._store.tombstone(project, placeholder.id, _marks(entry), placeholder=placeholder)
+            placed.append(was if was is not None else placeholder)
+        return placed
+
+    def _erase_payloads(self, entry: LedgerEntry, memories: Sequence[MemoryRecord]) -> tuple[int, list[str]]:
+        """Erase the payload of every event ``entry`` names, cited or not; (how many, the events
+        whose place is unknown: named by an entry written before it kept their locations, and by
+        no memory)."""
+        project = ProjectId(entry.project_id)
+        located = {ref.event_id: (ref.stream, ref.seq) for memory in memories for ref in memory.source_events}
+        located.update({event: (stream, seq) for event, stream, seq in entry.event_locations})
+        for event_id in entry.event_ids:
+            if event_id in located:
+                self._store.erase_payload(project, *located[event_id])
+        return len(located.keys() & set(entry.event_ids)), [e for e in entry.event_ids if e not in located]
+
+
+def _marks(entry: LedgerEntry) -> dict[str, str]:
+    return {"tombstonedAt": entry.tombstoned_at, "purgeAfter": entry.purge_after, "receiptId": entry.id}
 
 
 def _named_and_made(entry: LedgerEntry) -> tuple[set[str], list[str]]:
