@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from kaibo_core.core.recall import recency
 from kaibo_core.core.recall.recency import RecencyParams, naming_terms, newer_first
 from kaibo_core.core.recall.selection import Ranked
 from kaibo_core.core.text import analyze
@@ -298,3 +299,38 @@ def test_by_meaning_another_speaker_s_reply_is_no_update() -> None:
     assert by_meaning(question, 0.8, old, reply) == (["old", "new"], {})
     own = memory("new", "Caroline: The art show painting is now about my grandma's garden.", 9, 4.0)
     assert by_meaning(question, 0.8, old, own) == (["new", "old"], {"old": "new"})
+
+
+# -- stored text that is long, or made to be slow -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("The release-target is July 13.", ["The", "release-target", "is", "July", "13"]),
+        ("'tis Mia's flight… -- ok.", ["'tis", "Mia's", "flight", "ok"]),
+        ("--a.b-- c' ---", ["--a.b", "c"]),
+    ],
+)
+def test_given_punctuation_inside_and_around_words_then_a_word_keeps_the_inside_only(
+    text: str, words: list[str]
+) -> None:
+    assert [word for word, _ in recency._words(text)] == words
+
+
+def test_given_stored_text_with_a_run_of_hyphens_and_letters_then_it_is_read_in_one_pass() -> None:
+    # Each of these took minutes when a pattern backtracked through the run from every letter in
+    # it (quadratic); the suite's per-test timeout fails a return of that.
+    run = "a-" * 100_000
+    assert len(recency._words(run)) == 1
+    assert list(recency._SUBJECT_HEAD.finditer(run + " prep is")) != []
+    assert recency._words("-" * 200_000) == []
+
+
+def test_given_a_long_memory_then_only_its_opening_is_compared() -> None:
+    long = "x " * recency.MAX_COMPARED_CHARS + "The release target is July 13."
+    memory = Ranked("mem_1", 1.0, frozenset(), long, valid_from_ms=1)
+    opening = recency._opening(memory)
+    assert len(opening.text) <= recency.MAX_COMPARED_CHARS
+    assert "release" not in opening.text
+    assert recency._opening(replace(memory, text="short")).text == "short"

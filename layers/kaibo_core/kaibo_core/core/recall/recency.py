@@ -51,15 +51,26 @@ from kaibo_core.core.text import analyze
 
 #: Only the best-ranked memories are compared (a question's answer is among the first few).
 MAX_CHECKED: Final = 12
+#: And only their first characters: where a memory says what it is about. Reading a whole 250 KB
+#: file memory's statements took seconds of a recall's CPU for nothing a reader would weigh.
+MAX_COMPARED_CHARS: Final = 2_000
 #: Capitalized words after the first, words with a capital inside ("iOS") and words with a digit:
 #: what names the subject.
 _NAMING: Final = re.compile(r"(?<!^)(?<![.?!]\s)\b[A-Z][\w.'’-]*|\b[a-z]+[A-Z][\w.'’-]*|\b\w*\d[\w.:-]*")
 #: "Would Caroline pursue writing?", "What would … likely be?": an inference, not a current value.
 _HYPOTHETICAL: Final = re.compile(r"^\s*(?:would|could|might)\b|\b(?:would|likely)\b", re.IGNORECASE)
-_WORD: Final = re.compile(r"[\w'’.-]*\w")
+#: A run of word characters and inner punctuation; a word is the run without its trailing
+#: punctuation (found so, in one pass: "word, then backtrack to a letter" is quadratic on a long
+#: run of dashes or dots, which stored text can hold).
+_WORD_RUN: Final = re.compile(r"[\w'’.-]+")
+_TRAILING: Final = "'’.-"
 #: Two words then a verb or a colon: the second is the subject's head ("the demo prep is").
+#: Tried only where a run of word characters begins, and possessively: a run is followed by a
+#: space or it is no first word, wherever in it one starts, so trying each of its letters (as
+#: ``\b`` did) only made a long hyphenated run quadratic.
 _SUBJECT_HEAD: Final = re.compile(
-    r"\b([\w'’-]+) ([A-Za-z][\w'’-]*)(?: (?:is|are|was|were|will|has|have)\b|:)", re.IGNORECASE
+    r"(?<![\w'’-])['’-]*+\b([\w'’-]++) ([A-Za-z][\w'’-]*+)(?: (?:is|are|was|were|will|has|have)\b|:)",
+    re.IGNORECASE,
 )
 #: Prepositions whose object says which one a question asks about ("on call for payments").
 _SCOPING: Final = frozenset({"for", "at", "in", "on", "of"})
@@ -177,7 +188,7 @@ def newer_first(
         topic_weights,
         _phrase_ends(_words(question)) & topic,
     )
-    checked = list(ranked[:MAX_CHECKED])
+    checked = [_opening(memory) for memory in ranked[:MAX_CHECKED]]
     rivals: dict[str, str] = {}
     for older in checked:
         newer = _newest_rival(checked, older, asked, params, alike)
@@ -192,6 +203,14 @@ def newer_first(
             del order[now]
             order.insert(at, lifted)
     return order, rivals
+
+
+def _opening(memory: Ranked) -> Ranked:
+    """``memory`` as compared: its text cut to MAX_COMPARED_CHARS, between words."""
+    if len(memory.text) <= MAX_COMPARED_CHARS:
+        return memory
+    cut = memory.text[:MAX_COMPARED_CHARS]
+    return replace(memory, text=cut.rsplit(None, 1)[0] if " " in cut else cut)
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,7 +327,8 @@ def _answers_as_well(
 
 def _words(text: str) -> list[tuple[str, frozenset[str]]]:
     """The words of ``text`` in order, each with its terms (empty for a stopword)."""
-    return [(match.group(0), frozenset(analyze(match.group(0)))) for match in _WORD.finditer(text)]
+    words = (match.group(0).rstrip(_TRAILING) for match in _WORD_RUN.finditer(text))
+    return [(word, frozenset(analyze(word))) for word in words if word]
 
 
 def _terms(words: Sequence[tuple[str, frozenset[str]]]) -> frozenset[str]:
