@@ -2,8 +2,10 @@
 
 Batches report partial failures (Powertools batch processing): a job that fails is
 retried by SQS on its own, and after the queue's maxReceiveCount it lands in the
-dead-letter queue (its job marked ``failed`` on the last attempt). A message that is
-not a job message is a poison message: it fails every time and so reaches the DLQ.
+dead-letter queue. Only then is its job marked ``failed``: on the message's last receive
+(its ApproximateReceiveCount at KAIBO_STRUCTURING_MAX_RECEIVE_COUNT), never by counting the
+deliveries of all the job's messages. A redriven dead letter structures the job. A message that
+is not a job message is a poison message: it fails every time and so reaches the DLQ.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from kaibo_core.core.job_messages import parse_job_message
 from kaibo_core.ports import JobStore
 from kaibo_core.runtime import wiring
 from kaibo_core.runtime.observability import failure_fields, logger, metrics
+from kaibo_core.runtime.settings import get_settings
 from kaibo_core.services.structuring import JobFailure, StructuringService
 
 # A batch whose every record failed is reported like any partial failure (each message retried
@@ -32,20 +35,43 @@ from kaibo_core.services.structuring import JobFailure, StructuringService
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
-def structure_record(record: SQSRecord, service: StructuringService, jobs: JobStore) -> None:
+def receive_count(record: SQSRecord) -> int | None:
+    """How many times SQS has delivered this message (None if the record does not say)."""
+    count = record.raw_event.get("attributes", {}).get("ApproximateReceiveCount")
+    return int(count) if isinstance(count, str) and count.isdigit() else None
+
+
+def is_last_receive(record: SQSRecord, max_receive_count: int) -> bool:
+    """Does SQS move this message to the dead-letter queue if this receive fails? A record without
+    a count (never from Lambda's trigger) is not on its last: its job is retried, never failed."""
+    count = receive_count(record)
+    return count is not None and count >= max_receive_count
+
+
+def structure_record(
+    record: SQSRecord, service: StructuringService, jobs: JobStore, max_receive_count: int
+) -> None:
     try:
         project, job_id = parse_job_message(record.body)
     except ValueError:
         logger.error("not a job message", extra={"messageId": record.message_id})
         raise
     failures: list[JobFailure] = []
+    last_receive = is_last_receive(record, max_receive_count)
     try:
-        stats = service.structure_job(project, job_id, jobs, on_failure=failures.append)
+        stats = service.structure_job(
+            project, job_id, jobs, on_failure=failures.append, last_receive=last_receive
+        )
     except Exception as exc:
         # The batch processor reports the record as failed (retried, then the DLQ) and logs
         # nothing itself. One line, ids and the error's class only: an SDK error's message may
         # quote stored values, and event text never reaches the logs.
-        ids = {"projectId": project, "jobId": job_id, "messageId": record.message_id}
+        ids = {
+            "projectId": project,
+            "jobId": job_id,
+            "messageId": record.message_id,
+            "receiveCount": receive_count(record),
+        }
         found = failures[0].log_fields() if failures else {}  # none: starting or finishing the job failed
         logger.error("structuring failed", extra={**ids, **found, **failure_fields(exc)})
         raise
@@ -69,6 +95,7 @@ def lambda_handler(
         structure_record,
         service=service or wiring.structuring_service(),
         jobs=jobs or wiring.job_store(),
+        max_receive_count=get_settings().structuring_max_receive_count,
     )
     return process_partial_response(  # type: ignore[return-value]  # a TypedDict of batchItemFailures
         event=event, record_handler=record_handler, processor=processor, context=context

@@ -819,16 +819,18 @@ def test_given_remember_with_wait_then_its_timeout_covers_the_wait_and_stays_und
 def test_given_the_structuring_queue_then_poison_messages_reach_its_dead_letter_queue(
     template: dict[str, Any],
 ) -> None:
-    from kaibo_core.core.models.jobs import MAX_JOB_ATTEMPTS
+    from kaibo_core.core.models.jobs import MAX_RECEIVE_COUNT
 
     queue = template["Resources"]["StructuringQueue"]["Properties"]
     consumer = template["Resources"]["StructureFunction"]["Properties"]
     assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {
         "Fn::GetAtt": ["StructuringDeadLetterQueue", "Arn"]
     }
-    assert (
-        queue["RedrivePolicy"]["maxReceiveCount"] == MAX_JOB_ATTEMPTS
-    )  # the job is marked failed on the last
+    # The function marks a job failed on its message's last receive: it must know which one that is.
+    max_receive_count = queue["RedrivePolicy"]["maxReceiveCount"]
+    told = consumer["Environment"]["Variables"]["KAIBO_STRUCTURING_MAX_RECEIVE_COUNT"]
+    assert int(told) == max_receive_count
+    assert max_receive_count == MAX_RECEIVE_COUNT  # the default agrees
     assert queue["VisibilityTimeout"] >= 6 * consumer["Timeout"]  # as Lambda's SQS trigger advises
     assert consumer["Events"]["StructuringJobs"]["Properties"]["FunctionResponseTypes"] == [
         "ReportBatchItemFailures"

@@ -33,6 +33,7 @@ from kaibo_core.adapters.dynamodb_webhooks import DynamoWebhookStore
 from kaibo_core.adapters.sqs_webhooks import SqsWebhookQueue
 from kaibo_core.core.chain import ChainVerifier
 from kaibo_core.core.clock import format_instant, utc_now
+from kaibo_core.core.models.jobs import MAX_RECEIVE_COUNT
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.webhooks import RETRY_SCHEDULE_SECONDS, Delivery, encode_message
 from kaibo_core.runtime import wiring
@@ -717,6 +718,125 @@ def test_a_structure_function_dying_at_any_write_converges_when_the_batch_is_red
         difference = state_difference(expected, state(stack, project))
         assert not difference, "\n".join([f"died at write {at} ({writes[at - 1]})", *difference])
         faults.dynamodb.clear()
+
+
+# -- 4. structuring: a long outage, the dead-letter queue, a redrive --------------------------------------
+
+
+def structuring_down(faults: Faults, project: str) -> Fault:
+    """Every structuring commit of ``project`` refused (DynamoDB throttling it) until cleared."""
+    return faults.dynamodb.add(
+        Fault("TransactWriteItems", "throughput", times=10_000, when=mentions(project, '":replaced"'))
+    )
+
+
+def on_its_receive(message: dict[str, Any], count: int) -> dict[str, Any]:
+    """``message`` as SQS hands it over on its ``count``-th receive."""
+    return {**message, "Attributes": {"ApproximateReceiveCount": str(count)}}
+
+
+def deliver_as_sqs(stack: AwsStack) -> list[str] | None:
+    """One round of Lambda's SQS trigger on the structuring queue: receive (receive counts and
+    all), run the structure function, delete what it did not report failed; those are visible
+    again at once. The ids reported failed, or None if the receive brought nothing."""
+    url = stack.queues["StructuringQueue"]
+    messages = stack.sqs.receive_message(
+        QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0, AttributeNames=["All"]
+    ).get("Messages", [])
+    if not messages:
+        return None
+    result = run_structure(stack, messages, as_deployed=True)
+    failed = {f["itemIdentifier"] for f in result["batchItemFailures"]}
+    for m in messages:
+        if m["MessageId"] not in failed:
+            stack.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+    return sorted(failed)
+
+
+def dead_letters(stack: AwsStack) -> list[dict[str, Any]]:
+    """The structuring DLQ's messages, taken off it."""
+    url = stack.queues["StructuringDeadLetterQueue"]
+    taken = stack.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+    for m in taken:
+        stack.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+    return taken
+
+
+def redrive(stack: AwsStack, letters: list[dict[str, Any]]) -> None:
+    """What ``aws sqs start-message-move-task --source-arn <DLQ arn>`` does (the emulator has no
+    move task): each dead letter back on the structuring queue, as a new message."""
+    for letter in letters:
+        stack.sqs.send_message(QueueUrl=stack.queues["StructuringQueue"], MessageBody=letter["Body"])
+
+
+def test_an_outage_outlasting_the_sweepers_requeues_never_fails_the_job_while_its_message_waits(
+    stack: AwsStack, faults: Faults
+) -> None:
+    """Structuring is down for ~31 minutes. The job's message fails (it comes back after the
+    visibility timeout, 30 minutes); the sweeper re-queues the job at 3, 7, 15 and 31 minutes and
+    each of those messages fails once too. Five deliveries of five messages, none near the DLQ:
+    the job is not failed, and the original's second receive, after the outage, structures it."""
+    reference = new_project()
+    remembered_and_structured(stack, reference)
+    project = new_project()
+    reply = remember_ok(project)
+    job_id = reply.body["jobId"]
+    outage = structuring_down(faults, project)
+    (original,) = take_job_messages(stack, {job_id})
+    assert run_structure(stack, [on_its_receive(original, 1)], as_deployed=True)["batchItemFailures"]
+    for minutes in (3, 7, 15, 31):
+        assert sweep_later(minutes=minutes) == 1, minutes
+        (requeued,) = take_job_messages(stack, {job_id})
+        failed = run_structure(stack, [on_its_receive(requeued, 1)], as_deployed=True)["batchItemFailures"]
+        assert failed == [{"itemIdentifier": requeued["MessageId"]}], minutes
+        assert get_job(project, job_id).body["status"] == "structuring", minutes
+    assert outage.fired
+    faults.dynamodb.clear()
+
+    after = run_structure(stack, [on_its_receive(original, 2)], as_deployed=True)
+
+    assert after == {"batchItemFailures": []}
+    assert get_job(project, job_id).body["status"] == "done"
+    assert sweep_later(minutes=600) == 0
+    assert_acknowledged_events_kept(project, [reply])
+    assert_recall_as_without_faults(reference, project)
+    assert_same_state(stack, reference, project)
+
+
+def test_a_job_failing_every_receive_reaches_the_dlq_failed_and_a_redrive_structures_it(
+    stack: AwsStack, faults: Faults
+) -> None:
+    """Through the queue's own redrive policy: the message fails on each of its 5 receives; on the
+    last, the job is marked failed and SQS moves the message to the DLQ (the alarm's metric). Once
+    the outage is over, redriving the dead letter structures the job, as a fault-free run would."""
+    reference = new_project()
+    remembered_and_structured(stack, reference)
+    project = new_project()
+    reply = remember_ok(project)
+    job_id = reply.body["jobId"]
+    structuring_down(faults, project)
+    statuses = []
+    while (failed := deliver_as_sqs(stack)) is not None:
+        assert len(failed) == 1
+        statuses.append(get_job(project, job_id).body["status"])
+    assert statuses == ["structuring"] * (MAX_RECEIVE_COUNT - 1) + ["failed"]
+    error = get_job(project, job_id).body["error"]
+    assert error == "structuring failed: ProvisionedThroughputExceededException"
+    letters = dead_letters(stack)
+    assert [json.loads(m["Body"])["jobId"] for m in letters] == [job_id]
+    faults.dynamodb.clear()
+    assert sweep_later(minutes=600) == 0  # failed: its dead letter is what retries it
+
+    redrive(stack, letters)
+
+    assert deliver_as_sqs(stack) == []
+    job = get_job(project, job_id).body
+    assert job["status"] == "done"
+    assert "error" not in job
+    assert deliver_as_sqs(stack) is None  # acknowledged: off the queue
+    assert_acknowledged_events_kept(project, [reply])
+    assert_recall_as_without_faults(reference, project)
+    assert_same_state(stack, reference, project)
 
 
 # -- 1. forget: the ledger append, the tombstones ------------------------------------------------------

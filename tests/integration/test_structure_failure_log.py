@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kaibo_core.core.models.jobs import MAX_JOB_ATTEMPTS
+from kaibo_core.core.models.jobs import MAX_RECEIVE_COUNT
 from kaibo_core.runtime import wiring
 from kaibo_local.workers import sqs_event
 from tests.fixtures.scripted_structurer import ScriptedStructurer
@@ -74,12 +74,15 @@ def test_given_the_last_attempt_fails_then_its_line_says_the_job_failed(
     job_id = reply.body["jobId"]
     messages = take_job_messages(handler_env, {job_id})
     service = wiring.build_structuring_service(_FailsOnMarker())
+    receives = range(1, MAX_RECEIVE_COUNT + 1)
     with caplog.at_level(logging.INFO):
-        for _ in range(MAX_JOB_ATTEMPTS):
+        for count in receives:
+            delivered = [{**m, "Attributes": {"ApproximateReceiveCount": str(count)}} for m in messages]
             handler_module("structure").lambda_handler(
-                sqs_event(messages, QUEUE_ARN), FakeLambdaContext(), service=service
+                sqs_event(delivered, QUEUE_ARN), FakeLambdaContext(), service=service
             )
     lines = failure_lines(caplog)
-    assert [r.__dict__["attempt"] for r in lines] == list(range(1, MAX_JOB_ATTEMPTS + 1))
-    assert [r.__dict__["jobFailed"] for r in lines] == [False] * (MAX_JOB_ATTEMPTS - 1) + [True]
+    assert [r.__dict__["receiveCount"] for r in lines] == list(receives)
+    assert [r.__dict__["attempt"] for r in lines] == list(receives)
+    assert [r.__dict__["jobFailed"] for r in lines] == [False] * (MAX_RECEIVE_COUNT - 1) + [True]
     assert MARKER not in caplog.text

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kaibo_core.core.models.jobs import MAX_JOB_ATTEMPTS
+from kaibo_core.core.models.jobs import MAX_RECEIVE_COUNT
 from kaibo_core.core.models.memories import MemoryRecord
 from kaibo_core.core.provisional import provisional_memory_id
 from kaibo_core.core.storage_keys import ProjectId
@@ -255,22 +255,54 @@ def test_given_a_forget_between_staging_and_commit_then_the_commit_is_refused_an
     assert kaibo.recall(PROJECT, {"question": "card PIN"})["abstain"]["abstained"] is True
 
 
-def test_given_a_job_failing_every_time_then_it_is_marked_failed_on_the_last_attempt(
+def test_given_failures_before_the_last_receive_then_the_job_is_never_failed_however_many(
     kaibo: EmbeddedKaibo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The sweeper's re-queues are messages of their own: deliveries of different messages never
+    add up to a failed job (each message fails the job only on its own last receive)."""
     job_id, _ = remember(kaibo, event("k1", "Ship it", "2026-06-01T09:00:00Z"))
+    structure_event = kaibo.structuring.structure_event
 
     def broken(*_: Any, **__: Any) -> Any:
         raise RuntimeError("store down")
 
     monkeypatch.setattr(kaibo.structuring, "structure_event", broken)
-    for attempt in range(1, MAX_JOB_ATTEMPTS + 1):
+    for _ in range(3 * MAX_RECEIVE_COUNT):
         with pytest.raises(RuntimeError):
             kaibo.structure(PROJECT, job_id)
         job = kaibo.jobs.get(PROJECT, job_id)
         assert job is not None
-        assert job.status == ("failed" if attempt == MAX_JOB_ATTEMPTS else "structuring")
-    assert kaibo.structure(PROJECT, job_id).events == 0  # a failed job is not structured again
+        assert job.status == "structuring"
+    monkeypatch.setattr(kaibo.structuring, "structure_event", structure_event)
+
+    assert kaibo.structure(PROJECT, job_id).events == 1
+    job = kaibo.jobs.get(PROJECT, job_id)
+    assert job is not None
+    assert job.status == "done"
+
+
+def test_given_a_failure_on_the_last_receive_then_the_job_is_failed_and_its_redrive_structures_it(
+    kaibo: EmbeddedKaibo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_id, _ = remember(kaibo, event("k1", "Ship it", "2026-06-01T09:00:00Z"))
+    structure_event = kaibo.structuring.structure_event
+
+    def broken(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("store down")
+
+    monkeypatch.setattr(kaibo.structuring, "structure_event", broken)
+    with pytest.raises(RuntimeError):
+        kaibo.structure(PROJECT, job_id, last_receive=True)
+    failed = kaibo.jobs.get(PROJECT, job_id)
+    assert failed is not None
+    assert (failed.status, failed.error) == ("failed", "structuring failed: RuntimeError")
+    monkeypatch.setattr(kaibo.structuring, "structure_event", structure_event)
+
+    assert kaibo.structure(PROJECT, job_id).events == 1  # the dead letter, redriven
+    done = kaibo.jobs.get(PROJECT, job_id)
+    assert done is not None
+    assert (done.status, done.error) == ("done", None)
+    assert kaibo.structure(PROJECT, job_id, last_receive=True).events == 0  # done: nothing twice
 
 
 def test_given_a_replayed_batch_then_remember_returns_the_original_job(kaibo: EmbeddedKaibo) -> None:

@@ -102,20 +102,22 @@ class DynamoJobStore:
         return job_from_item(item) if item else None
 
     def start(self, project: ProjectId, job_id: str, now: str) -> JobRecord | None:
-        """Count an attempt and mark the job ``structuring`` (a finished job stays as it is).
+        """Count an attempt and mark the job ``structuring`` (a ``done`` job stays as it is; a
+        ``failed`` one starts again: its dead letter was redriven, or another of its messages came).
 
-        Returns the job after the update, or None when it does not exist or is finished.
+        Returns the job after the update, or None when it does not exist or is done.
         """
         try:
             response = self._client.update_item(
                 TableName=self._table,
                 Key=key(storage_keys.job_key(project, job_id)),
-                UpdateExpression="SET #status = :structuring, updatedAt = :now ADD attempts :one",
-                ConditionExpression="attribute_exists(pk) AND #status IN (:queued, :structuring)",
-                ExpressionAttributeNames={"#status": "status"},
+                UpdateExpression="SET #status = :structuring, updatedAt = :now ADD attempts :one "
+                "REMOVE #error",
+                ConditionExpression="attribute_exists(pk) AND #status <> :done",
+                ExpressionAttributeNames={"#status": "status", "#error": "error"},
                 ExpressionAttributeValues={
                     ":structuring": s("structuring"),
-                    ":queued": s("queued"),
+                    ":done": s("done"),
                     ":now": s(now),
                     ":one": n(1),
                 },
@@ -132,15 +134,17 @@ class DynamoJobStore:
         self._client.update_item(
             TableName=self._table,
             Key=key(storage_keys.job_key(project, job_id)),
+            # A concurrent last receive may have marked it failed meanwhile: done wins, error gone.
             UpdateExpression="SET #status = :done, memoryIds = :ids, updatedAt = :now "
-            "REMOVE pendingPk, pendingSk",
+            "REMOVE pendingPk, pendingSk, #error",
             ConditionExpression="attribute_exists(pk)",
-            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeNames={"#status": "status", "#error": "error"},
             ExpressionAttributeValues={":done": s("done"), ":ids": strings(memory_ids), ":now": s(now)},
         )
 
     def fail(self, project: ProjectId, job_id: str, error: str, now: str) -> None:
-        """Mark the job failed (its message goes on to the DLQ); never overrides ``done``."""
+        """Mark the job failed (the message on its last receive goes on to the DLQ); never
+        overrides ``done``. Off the sweeper's list: the dead letter is the job's retry now."""
         try:
             self._client.update_item(
                 TableName=self._table,

@@ -23,9 +23,11 @@ class InMemoryJobStore:
     def start(self, project: ProjectId, job_id: str, now: str) -> JobRecord | None:
         with self._lock:
             job = self.jobs.get((project, job_id))
-            if job is None or job.status not in {"queued", "structuring"}:
+            if job is None or job.status == "done":
                 return None
-            started = replace(job, status="structuring", attempts=job.attempts + 1, updated_at=now)
+            started = replace(
+                job, status="structuring", attempts=job.attempts + 1, updated_at=now, error=None
+            )
             self.jobs[(project, job_id)] = started
             return started
 
@@ -33,7 +35,7 @@ class InMemoryJobStore:
         with self._lock:
             job = self.jobs[(project, job_id)]
             self.jobs[(project, job_id)] = replace(
-                job, status="done", memory_ids=tuple(memory_ids), updated_at=now
+                job, status="done", memory_ids=tuple(memory_ids), updated_at=now, error=None
             )
 
     def fail(self, project: ProjectId, job_id: str, error: str, now: str) -> None:

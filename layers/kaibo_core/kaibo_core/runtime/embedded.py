@@ -85,8 +85,9 @@ class EmbeddedKaibo:
         request = RememberRequest.model_validate(body)
         return self.remember_service.remember(project, request.stream, mapping.new_events(request))
 
-    def structure(self, project: ProjectId, job_id: str) -> StructuringStats:
-        return self.structuring.structure_job(project, job_id, self.jobs)
+    def structure(self, project: ProjectId, job_id: str, *, last_receive: bool = False) -> StructuringStats:
+        """The job's message, delivered (``last_receive``: for the last time before the DLQ)."""
+        return self.structuring.structure_job(project, job_id, self.jobs, last_receive=last_receive)
 
     def structure_pending(
         self, order: Callable[[list[tuple[ProjectId, str]]], list[tuple[ProjectId, str]]] | None = None

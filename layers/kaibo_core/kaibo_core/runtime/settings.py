@@ -11,6 +11,8 @@ from functools import lru_cache
 
 from pydantic import BaseModel, Field
 
+from kaibo_core.core.models.jobs import MAX_RECEIVE_COUNT
+
 _OFF = frozenset({"0", "false", "no", "off"})
 
 
@@ -34,6 +36,9 @@ class Settings(BaseModel):
     recall_context: bool = True
     #: remember with ``wait: true`` waits at most this long for its job (then answers 202).
     wait_seconds: float = Field(default=10.0, gt=0, le=25)
+    #: The structuring queue's maxReceiveCount: a message failing on this receive goes to the
+    #: dead-letter queue, so the structure function marks its job failed (template.yaml sets both).
+    structuring_max_receive_count: int = Field(default=MAX_RECEIVE_COUNT, ge=1)
     #: The sweeper re-queues jobs still unfinished this long after remember.
     sweep_after_seconds: int = Field(default=120, ge=1)
     #: A forgotten memory's text is purged this long after forget (the grace window).
@@ -71,6 +76,9 @@ class Settings(BaseModel):
             semantic_model=env.get("KAIBO_SEMANTIC_MODEL", "off").strip().lower() or "off",
             recall_context=env.get("KAIBO_RECALL_CONTEXT", "on").strip().lower() not in _OFF,
             wait_seconds=float(env.get("KAIBO_WAIT_SECONDS", "10") or 10),
+            structuring_max_receive_count=int(
+                env.get("KAIBO_STRUCTURING_MAX_RECEIVE_COUNT", "") or MAX_RECEIVE_COUNT
+            ),
             sweep_after_seconds=int(env.get("KAIBO_SWEEP_AFTER_SECONDS", "120") or 120),
             purge_grace_seconds=int(env.get("KAIBO_PURGE_GRACE_SECONDS", "86400") or 86_400),
             sdk_speedups=env.get("KAIBO_SDK_SPEEDUPS", "1").strip().lower() not in _OFF,

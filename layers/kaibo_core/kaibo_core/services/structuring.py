@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Final, Literal
 from kaibo_core.core import webhooks
 from kaibo_core.core.clock import Clock, format_instant, instant_ms, utc_now
 from kaibo_core.core.models.events import EventRecord
-from kaibo_core.core.models.jobs import MAX_JOB_ATTEMPTS
 from kaibo_core.core.models.memories import MemoryRecord
 from kaibo_core.core.provisional import provisional_memory, provisional_memory_id
 from kaibo_core.core.recall.scoring import RecallFilters, score_postings, term_weights
@@ -119,8 +118,8 @@ class JobFailure:
 
     event_ids: tuple[str, ...]
     event_id: str | None  # the event being structured, None if reading the events failed
-    attempt: int
-    final: bool  # the job is marked failed: this was its last attempt
+    attempt: int  # the job's deliveries so far, of any of its messages
+    final: bool  # the job is marked failed: the message was on its last receive
 
     def log_fields(self) -> dict[str, object]:
         return {
@@ -218,24 +217,28 @@ class StructuringService:
         job_id: str,
         jobs: JobStore,
         on_failure: Callable[[JobFailure], None] | None = None,
+        *,
+        last_receive: bool = False,
     ) -> StructuringStats:
         """Structure every event of a job and mark it done. Raises on a failure (the message is
-        retried); after MAX_JOB_ATTEMPTS the job is marked failed first. ``on_failure`` hears
-        which job and event failed before the exception leaves (the caller logs it)."""
+        retried). ``last_receive``: the message is on its last receive, so a failure sends it to the
+        dead-letter queue; the job is then marked failed first. A failed job is started again by
+        the next message naming it. ``on_failure`` hears which job and event failed before the
+        exception leaves (the caller logs it)."""
         stats = StructuringStats()
         job = jobs.start(project, job_id, self._now())
         if job is None:
-            return stats  # finished already (a duplicate message) or unknown
+            return stats  # done already (a duplicate message) or unknown
         current: EventRecord | None = None
         try:
             records = self._events.get_events(project, [(e.stream, e.seq) for e in job.events])
             for current in records:
                 self.structure_event(project, current, stats, job_id=job_id)
         except Exception as exc:
-            final = job.attempts >= MAX_JOB_ATTEMPTS
             if on_failure is not None:
-                on_failure(JobFailure(job.event_ids, current.id if current else None, job.attempts, final))
-            if final:
+                failing = current.id if current else None
+                on_failure(JobFailure(job.event_ids, failing, job.attempts, last_receive))
+            if last_receive:
                 jobs.fail(project, job_id, f"structuring failed: {type(exc).__name__}", self._now())
             raise
         jobs.finish(project, job_id, stats.memory_ids, self._now())

@@ -3,10 +3,16 @@
 Statuses::
 
     queued -> structuring -> done
-                          -> failed   (after MAX_JOB_ATTEMPTS; the message is then in the DLQ)
+                          -> failed  -> structuring (redriven, or another message of the job)
+
+``failed``: a message of the job failed on its last receive (MAX_RECEIVE_COUNT), so SQS moves
+it to the dead-letter queue. A job is never failed by counting the deliveries of all its
+messages (the sweeper's re-queues are messages too), and a failed job is structured by the
+next message that names it: a redriven dead letter, or a re-queue still on the queue.
 
 The job item is written in the same transaction as its events, so an acknowledged
-event always has a job, and a job that is not ``done`` is what the sweeper re-queues.
+event always has a job, and a job still ``queued`` or ``structuring`` is what the sweeper
+re-queues.
 """
 
 from __future__ import annotations
@@ -17,8 +23,10 @@ from typing import Final, Literal
 from kaibo_core.core.storage_keys import ProjectId
 
 JobStatus = Literal["queued", "structuring", "done", "failed"]
-#: Attempts at a job before it is marked failed (the queue's maxReceiveCount agrees).
-MAX_JOB_ATTEMPTS: Final = 5
+#: The structuring queue's maxReceiveCount (template.yaml): receives of one message before SQS moves
+#: it to the dead-letter queue. The structure function reads it from its environment
+#: (KAIBO_STRUCTURING_MAX_RECEIVE_COUNT); this is the default.
+MAX_RECEIVE_COUNT: Final = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +45,7 @@ class JobRecord:
     created_at: str
     updated_at: str
     memory_ids: tuple[str, ...] = ()
-    attempts: int = 0
+    attempts: int = 0  # deliveries of any of its messages: informative, never decides failure
     error: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
 
