@@ -495,6 +495,42 @@ def test_an_event_transaction_whose_answer_was_lost_is_replayed_once_and_swept(
     assert_same_state(stack, reference, project)
 
 
+def test_an_event_transaction_committed_and_resent_by_the_sdk_answers_as_the_first_write(
+    stack: AwsStack, faults: Faults
+) -> None:
+    """The transaction committed, its answer was lost, and the SDK's own retry sent it again: the
+    re-sent transaction finds the keys taken, by this very request's events. remember answers as
+    the first write it is (nothing replayed) and queues the job's message at once, instead of
+    leaving the job to the sweeper. A later request under the same keys is a replay as ever."""
+    reference = new_project()
+    remembered_and_structured(stack, reference)
+    project = new_project()
+    fault = faults.dynamodb.add(
+        Fault(
+            "TransactWriteItems",
+            "lost_retried",
+            when=both(mentions(project), touches(stack.tables["EventsTable"])),
+        )
+    )
+
+    reply = remember_ok(project)
+
+    assert fault.fired == ["TransactWriteItems"]
+    assert [e["replayed"] for e in reply.body["events"]] == [False, False]
+    assert [m["status"] for m in reply.body["memories"]] == ["provisional", "provisional"]
+    job_id = reply.body["jobId"]
+    assert queued_job_ids(stack) == [job_id]
+    replay = remember_ok(project)
+    assert [e["replayed"] for e in replay.body["events"]] == [True, True]
+    assert [e["id"] for e in replay.body["events"]] == [e["id"] for e in reply.body["events"]]
+    assert replay.body["jobId"] == job_id
+    structure_until_done(stack, take_job_messages(stack, {job_id}))
+    assert queued_job_ids(stack) == []  # the replay sent none
+    assert_acknowledged_events_kept(project, [reply])
+    assert_recall_as_without_faults(reference, project)
+    assert_same_state(stack, reference, project)
+
+
 # -- 1. remember: the provisional index (after the commit) ----------------------------------------------
 
 

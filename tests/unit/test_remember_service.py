@@ -19,8 +19,9 @@ from kaibo_core.core.errors import (
     UnprocessableError,
 )
 from kaibo_core.core.limits import MAX_PAYLOAD_BYTES
-from kaibo_core.core.models.events import EventRecord, NewEvent, StreamHead
+from kaibo_core.core.models.events import AppendConflictError, EventRecord, NewEvent, StreamHead
 from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.runtime.embedded import RecordingQueue
 from kaibo_core.services.remember import RememberService
 
 PROJECT = ProjectId("prj_01JTEST0000000000000000000")
@@ -227,3 +228,57 @@ def test_given_endless_contention_then_429_stream_busy_with_retry_after() -> Non
     assert caught.value.code == "stream_busy"
     assert caught.value.retry_after_seconds >= 1
     assert all(r.idempotency_key != "mine" for r in store.events[(PROJECT, "chat-42")])
+
+
+class AnswerLostStore(InMemoryEventStore):
+    """The first append commits and its answer is lost; the SDK sends it again. ``resent``: the
+    re-sent transaction's conditions fail on what the first one wrote (the keys, the head).
+    ``collided``: it is refused as colliding with the first, still finishing (a
+    TransactionConflict: no key named), so remember appends again at the head it reads next."""
+
+    def __init__(self, answer: str) -> None:
+        super().__init__()
+        self.answer = answer
+        self.lost = True
+
+    def append(self, *args: Any, **kwargs: Any) -> None:
+        if self.lost:
+            self.lost = False
+            super().append(*args, **kwargs)
+            if self.answer == "collided":
+                raise AppendConflictError(head_moved=True, claimed={})
+        super().append(*args, **kwargs)
+
+
+@pytest.mark.parametrize("answer", ["resent", "collided"])
+def test_given_a_commit_whose_answer_was_lost_retried_then_it_is_a_first_write_with_its_job(
+    answer: str,
+) -> None:
+    store, queue = AnswerLostStore(answer), RecordingQueue()
+    service, _ = make_service(store, jobs=queue)
+
+    outcome = service.remember(PROJECT, *request(message("a"), message("b")))
+
+    assert [e.replayed for e in outcome.events] == [False, False]
+    assert (outcome.appended, outcome.replays) == (2, 0)
+    assert outcome.head_conflicts == (1 if answer == "collided" else 0)  # a collision is retried
+    assert outcome.job_created
+    assert queue.sent == [(PROJECT, outcome.job_id)]
+    records = store.events[(PROJECT, "chat-42")]
+    assert [(r.seq, r.idempotency_key) for r in records] == [(1, "a"), (2, "b")]
+    assert [e.record for e in outcome.events] == records
+    assert verify(records) is None
+
+
+def test_given_a_commit_resent_by_the_sdk_then_another_request_with_its_keys_is_still_a_replay() -> None:
+    store, queue = AnswerLostStore("resent"), RecordingQueue()
+    service, _ = make_service(store, jobs=queue)
+    first = service.remember(PROJECT, *request(message("a")))
+
+    again = service.remember(PROJECT, *request(message("a")))
+
+    assert [e.replayed for e in again.events] == [True]
+    assert again.events[0].record == first.events[0].record
+    assert (again.appended, again.job_id, again.job_created) == (0, first.job_id, False)
+    assert queue.sent == [(PROJECT, first.job_id)]  # the first's only
+    assert len(store.events[(PROJECT, "chat-42")]) == 1

@@ -5,7 +5,9 @@
 2. Append optimistically: read the head, chain the events onto it, write keys +
    events + head in one transaction. On a lost race the head is re-read and the
    append retried (bounded, full-jitter backoff); keys another writer claimed
-   meanwhile become replays.
+   meanwhile become replays. A key found claimed by this request's own event (its
+   id is drawn for this request alone) is this request's own commit, whose answer
+   was lost and whose re-send (the SDK's retry) was refused: a first write, not a replay.
 3. Replays return the original event (``replayed: true``) after checking that
    the request really is a retry of it; a different event under a used key is a
    409, decided before anything of the batch is written.
@@ -321,7 +323,7 @@ class RememberService:
             except AppendConflictError as conflict:
                 if conflict.claimed:
                     originals.update(self._check_replays(project, stream, state, conflict.claimed))
-                if conflict.head_moved:
+                if conflict.head_moved and state.pending:
                     outcome.head_conflicts += 1
                     self._sleep(self._backoff(outcome.head_conflicts))
                 continue
@@ -404,6 +406,8 @@ class RememberService:
         state: _AppendState,
         claimed: dict[str, IdempotencyClaim],
     ) -> dict[str, EventRecord]:
+        """The originals of the ``claimed`` keys that another request wrote (replays, checked to
+        repeat them); those this request wrote itself go to ``state.appended``."""
         found = {
             (r.stream, r.seq): r
             for r in self._log.get_events(project, [(c.stream, c.seq) for c in claimed.values()])
@@ -416,6 +420,11 @@ class RememberService:
             original = found.get((claim.stream, claim.seq))
             if original is None or original.id != claim.event_id:
                 raise RuntimeError(f"idempotency key {claim.idempotency_key!r} points at a missing event")
+            if original.id == event.event_id:
+                # This request's own event: an append of it committed, its answer was lost, and the
+                # SDK's re-send failed its conditions. Appended (with its job) by this request.
+                state.appended[event.idempotency_key] = original
+                continue
             if not is_retry_of(event, stream, original):
                 named = (
                     "an event that was forgotten and purged: its payload is gone, so no request can be "
