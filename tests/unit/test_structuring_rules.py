@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 import pytest
@@ -453,12 +452,11 @@ def test_other_kinds_become_one_draft_without_search(kind: str, type_: str) -> N
     assert search.queries == []
 
 
-def test_a_large_file_is_cheap() -> None:
+def test_a_large_file_is_one_draft_and_a_long_message_at_most_the_cap() -> None:
+    # What it costs is the structuring benchmark's (CPU per event); here, that it stays bounded.
     text = "notes.md\n" + "The release target is July 13. Move it to July 17.\n" * 5000
-    started = time.perf_counter()
     assert len(RuleStructurer().structure(event(text, kind="file"), FakeSearch(RELEASE_13))) == 1
     assert len(RuleStructurer().structure(event(text), FakeSearch(RELEASE_13))) == MAX_DRAFTS_PER_EVENT
-    assert time.perf_counter() - started < 1.0
 
 
 def test_relative_dates_resolve_in_the_events_time_zone() -> None:
@@ -489,23 +487,6 @@ def test_any_text_yields_bounded_deterministic_drafts(text: str) -> None:
         assert draft.content.strip()
         assert 0.0 <= draft.confidence <= 1.0
         assert draft.subject is None or draft.subject == draft.subject.lower()
-
-
-def test_a_typical_message_takes_well_under_a_millisecond() -> None:
-    messages = [
-        "Move the release target from July 13 to July 17.",
-        "Anna: Hi! The standup is at 9am tomorrow. Can you send the report by Friday?",
-        "Thanks!",
-        "We decided to use Postgres for the billing service; Bob will set it up next week.",
-    ]
-    structurer = RuleStructurer()
-    search = FakeSearch(RELEASE_13, STANDUP_9)
-    started = time.perf_counter()
-    for round_ in range(100):
-        for text in messages:
-            structurer.structure(event(text + " " * (round_ % 2)), search)
-    average_ms = (time.perf_counter() - started) * 1000 / 400
-    assert average_ms < 3.0  # ~0.4 ms on a laptop; generous for slow CI
 
 
 def test_given_consecutive_narrative_statements_then_they_are_one_episode_and_facts_stand_alone() -> None:

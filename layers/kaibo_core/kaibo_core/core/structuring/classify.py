@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Final, Literal
 
 from kaibo_core.core.models.memories import MemoryType
-from kaibo_core.core.structuring.statements import Statement, prepare, split_speaker
+from kaibo_core.core.structuring.statements import MAX_PARSED_CHARS, Statement, prepare, split_speaker
 from kaibo_core.core.text import analyze
 
 # Confidence of each rule (documented in docs/structuring-rules.md).
@@ -437,13 +437,24 @@ def speaker_label(statement: Statement) -> str | None:
     return statement.speaker if statement.speaker and IMPERATIVE.match(statement.core) else None
 
 
+#: A stored memory read back as a candidate is read up to here: well past what a statement may be
+#: to be parsed at all (MAX_PARSED_CHARS), so a longer one still reads as unparseable, and no
+#: further: reading a long episode's every date and name cost seconds for each new statement.
+MAX_CANDIDATE_CHARS: Final = 4 * MAX_PARSED_CHARS
+
+
+@lru_cache(maxsize=4096)
 def statement_of_text(text: str) -> Statement:
-    """A stored memory's content read back as one statement (for candidates)."""
-    speaker, rest = split_speaker(text.strip())
+    """A stored memory's content read back as one statement (for candidates; cached, as
+    ``candidate_subject``: a Statement is frozen)."""
+    speaker, rest = split_speaker(text.strip()[:MAX_CANDIDATE_CHARS])
     return prepare(rest, speaker)
 
 
+@lru_cache(maxsize=4096)
 def candidate_subject(content: str, stored: str | None) -> str | None:
+    """A candidate's subject: the one stored with it, else read from its content (cached: every
+    statement of an event asks again for the same candidates)."""
     if stored:
         return stored
     statement = statement_of_text(content)

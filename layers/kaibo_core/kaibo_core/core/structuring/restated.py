@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from itertools import pairwise
 from typing import Final, Literal
 
@@ -213,8 +214,10 @@ def _name(words: str) -> tuple[str, bool]:
     return bare, bare != name
 
 
+@lru_cache(maxsize=4096)
 def read(text: str) -> Reading:
-    """The topic words and values of one statement (its speaker prefix removed by the caller)."""
+    """The topic words and values of one statement (its speaker prefix removed by the caller).
+    Cached: a candidate's text is read again for every statement of an event (a Reading is frozen)."""
     values: set[tuple[ValueKind, str]] = set()
     rest = text
     for kind, pattern in _VALUE_PATTERNS:
