@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from kaibo_core.adapters.dynamodb_webhooks import DynamoWebhookStore
-from kaibo_core.core import webhook_signing
+from kaibo_core.core import storage_keys, webhook_signing
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.webhooks import FanOut
 from kaibo_core.runtime import wiring
@@ -289,6 +289,12 @@ def test_a_receiver_answering_500_then_200_gets_the_event_again_and_one_delivery
         (2, "delivered", 200),
     ]
     assert attempts[-1]["nextAttemptAt"]
+    # Nothing of the delivery is kept forever: its state expires with the outbox entry it guards.
+    partition = storage_keys.delivery_state_key(ProjectId(project), created["id"], sent.body["seq"])
+    state = webhook_env.dynamodb.get_item(
+        TableName=webhook_env.tables["WebhooksTable"], Key={name: {"S": v} for name, v in partition.items()}
+    )["Item"]
+    assert int(state["expiresAt"]["N"]) > time.time() + 29 * 86_400
 
 
 def test_a_duplicate_relay_of_an_event_is_delivered_once(webhook_env: Any, receiver: Receiver) -> None:

@@ -12,7 +12,8 @@ kaibo_core.core.storage_keys.
   sweeper reads). Head: same ``pk``, ``sk = head``: ``seq`` (N, the last seq given) and
   ``subscribers`` (N). Entries expire (``expiresAt``) after OUTBOX_RETENTION_DAYS.
 - Delivery states: ``pk = <project>#wh#<id>#deliveries``, ``sk = e#<seq>``: ``attempt`` (N),
-  ``claimedBy`` (the SQS message id of the attempt in progress), ``status``.
+  ``claimedBy`` (the SQS message id of the attempt in progress), ``status``; expiring
+  OUTBOX_RETENTION_DAYS after the first claim (after the outbox entry it guards).
 - Attempt log: same ``pk``, ``sk = a#<time>#<seq>#<attempt>``, expiring after
   ATTEMPT_LOG_RETENTION_DAYS.
 
@@ -42,7 +43,7 @@ from botocore.exceptions import ClientError
 
 from kaibo_core.adapters.dynamodb_values import Item, key, n, s, string_list, strings
 from kaibo_core.core import storage_keys
-from kaibo_core.core.clock import parse_instant
+from kaibo_core.core.clock import format_instant, parse_instant, utc_now
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.webhooks import (
     MAX_WEBHOOKS_PER_PROJECT,
@@ -441,8 +442,11 @@ class DynamoWebhookStore:
             self._client.update_item(
                 TableName=self._table,
                 Key=key(storage_keys.delivery_state_key(project, webhook_id, seq)),
+                # Kept as long as the outbox entry it guards (claimed after it was written, so
+                # it outlives it): later, a message for the event finds no event, and is dropped.
                 UpdateExpression=(
-                    "SET attempt = :k, claimedBy = :m, #status = if_not_exists(#status, :pending)"
+                    "SET attempt = :k, claimedBy = :m, #status = if_not_exists(#status, :pending), "
+                    "expiresAt = if_not_exists(expiresAt, :expires)"
                 ),
                 ConditionExpression=(
                     "(attribute_not_exists(pk) AND :k = :one) "
@@ -456,6 +460,7 @@ class DynamoWebhookStore:
                     ":one": n(1),
                     ":m": s(message_id),
                     ":pending": s("pending"),
+                    ":expires": n(_expires_at(format_instant(utc_now()), OUTBOX_RETENTION_DAYS)),
                 },
             )
         except ClientError as exc:
