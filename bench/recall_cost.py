@@ -543,7 +543,7 @@ class Seeder:
             with dynamodb_lock():
                 for item in items:
                     _insert(self._index, item)
-                _insert(self._memories, memory_item(memory, plan.dl))
+                _insert(self._memories, memory_item(memory, plan.dl, side))
                 for source in memory.source_events:  # what recall's context reads (its ids)
                     _insert(self._events, event_item(source_event(memory, source)))
             for entry in plan.entries:

@@ -1222,9 +1222,13 @@ class PhasedStructuringStore(DynamoStructuringStore):
         with self.phases("unindex"):
             super().unindex(memory)
 
-    def move_to_history(self, memory: MemoryRecord) -> None:
+    def move_postings(self, memory: MemoryRecord, from_side: str, to_side: str) -> None:
         with self.phases("history"):
-            super().move_to_history(memory)
+            super().move_postings(memory, from_side, to_side)
+
+    def posted_sides(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, str | None]:
+        with self.phases("reads"):
+            return super().posted_sides(project, memory_ids)
 
     def get(self, project: ProjectId, memory_id: str) -> MemoryRecord | None:
         with self.phases("reads"):

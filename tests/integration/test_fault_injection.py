@@ -35,6 +35,7 @@ from kaibo_core.core.chain import ChainVerifier
 from kaibo_core.core.clock import format_instant, utc_now
 from kaibo_core.core.models.jobs import MAX_RECEIVE_COUNT
 from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.core.text import analyze
 from kaibo_core.core.webhooks import RETRY_SCHEDULE_SECONDS, Delivery, encode_message
 from kaibo_core.runtime import wiring
 from kaibo_core.runtime.settings import get_settings
@@ -1509,3 +1510,122 @@ def test_a_test_event_whose_answer_was_lost_is_emitted_once(stack: AwsStack, fau
     assert reply.status == 202, reply.body
     outbox = [item["sk"]["S"] for item in items_of(stack, "WebhooksTable", f"{project}#outbox")]
     assert sorted(outbox) == [f"{reply.body['seq']:012d}", "head"]  # was two events, two pings
+
+
+# -- 8. index writes: postings on the side the memory's status says, none left behind -------------------
+
+#: More distinct words than one index transaction takes (49 terms): indexed in two chunks.
+LONG_WORDS: tuple[str, ...] = tuple(
+    " ".join(
+        [
+            "alpha bravo charlie delta echo foxtrot golf hotel india juliett kilo lima mike november",
+            "oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu amber bronze",
+            "cobalt denim ebony fuchsia garnet henna indigo jasper khaki lilac magenta navy olive peach",
+            "quartz russet sepia teal umber violet wheat xanadu yellow zaffre acorn birch cedar dahlia",
+            "elmwood fennel gingko",
+        ]
+    ).split()
+)
+LONG_TEXT = "Inventory words " + " ".join(LONG_WORDS)
+
+
+def postings_by_side(stack: AwsStack, project: str, memory_id: str) -> Counter[str]:
+    """How many postings ``memory_id`` has on each side (``tc``, ``th``)."""
+    items = _project_items(stack, stack.tables["TermIndexTable"], project)
+    return Counter(i["pk"]["S"].split("#")[1] for i in items if i["sk"]["S"].endswith("#" + memory_id))
+
+
+def doc_freq(stack: AwsStack, project: str, term: str) -> int:
+    items = stack.dynamodb.query(
+        TableName=stack.tables["TermIndexTable"],
+        KeyConditionExpression="pk = :pk AND begins_with(sk, :df)",
+        ExpressionAttributeValues={":pk": {"S": f"{project}#tc#{term}"}, ":df": {"S": "~df#"}},
+    )["Items"]
+    return sum(int(item["df"]["N"]) for item in items)
+
+
+def long_text_keys(stack: AwsStack, project: str) -> list[str]:
+    """The index's keys holding a stem of LONG_WORDS (postings, counters)."""
+    stems = set(analyze(" ".join(LONG_WORDS)))
+    items = _project_items(stack, stack.tables["TermIndexTable"], project)
+    return sorted({i["pk"]["S"] for i in items if i["pk"]["S"].rsplit("#", 1)[-1] in stems})
+
+
+def a_structured_target(stack: AwsStack, project: str) -> str:
+    """An active structured memory dated 2025-01-07 (a late statement is filed behind it)."""
+    reply = remember(project, body_of([("t1", "The release target is July 13.", "2025-01-07T09:00:00Z")]))
+    structure_until_done(stack, take_job_messages(stack, {reply.body["jobId"]}))
+    return f"{reply.body['memories'][0]['id']}-1"
+
+
+def a_late_statement(
+    stack: AwsStack, project: str, text: str, target: str
+) -> tuple[str, list[dict[str, Any]]]:
+    """An older statement superseding ``target``, remembered: (its structured memory's id, its job's
+    messages)."""
+    reply = remember(
+        project,
+        {
+            "stream": STREAM,
+            "events": [message("l1", text, occurredAt="2025-01-06T09:00:00Z", supersedes=[target])],
+        },
+    )
+    return f"{reply.body['memories'][0]['id']}-1", take_job_messages(stack, {reply.body["jobId"]})
+
+
+def test_a_memory_staged_as_history_and_committed_current_by_a_redelivery_is_indexed_once_on_the_current_side(
+    stack: AwsStack, faults: Faults
+) -> None:
+    """Staged behind a newer memory (history side), its commit fails; the newer one is forgotten, so
+    the redelivery commits it active: its postings move to the current side, each once, each term
+    counted once, and its forget and purge leave none of its stems."""
+    project = new_project()
+    target = a_structured_target(stack, project)
+    late_id, messages = a_late_statement(stack, project, LONG_TEXT, target)
+    faults.dynamodb.add(Fault("TransactWriteItems", "throughput", when=mentions(project, '":replaced"')))
+    assert run_structure(stack, messages, as_deployed=True)["batchItemFailures"]
+    faults.dynamodb.clear()
+    staged = postings_by_side(stack, project, late_id)
+    assert list(staged) == ["th"]
+    assert forget(project, {"memoryId": target, "reason": "wrong date"}).status == 200
+
+    assert run_structure(stack, messages, as_deployed=True)["batchItemFailures"] == []
+
+    assert postings_by_side(stack, project, late_id) == {"tc": staged["th"]}
+    assert {doc_freq(stack, project, term) for term in analyze(" ".join(LONG_WORDS))} == {1}
+    assert late_id in [memory_id for memory_id, _ in recalled(project, "xanadu zaffre inventory")]
+    gone = forget_now(project, {"memoryId": late_id, "reason": "erase"})
+    assert gone.status == 200, gone.body
+    purge_later()
+    assert receipt(project, gone.body["receipt"]["id"]).body["state"] == "purged"
+    assert long_text_keys(stack, project) == []
+
+
+def test_a_memory_re_resolved_current_within_its_run_moves_its_postings_to_the_current_side(
+    stack: AwsStack,
+) -> None:
+    """The newer memory it was filed behind is forgotten between its staging and its commit: the
+    commit's condition fails, the same run resolves it again as active and commits it; its postings
+    follow it to the current side, and recall finds it."""
+    project = new_project()
+    target = a_structured_target(stack, project)
+    late_id, messages = a_late_statement(stack, project, "Quarterly zebra inventory finished early.", target)
+    forgotten: list[int] = []
+
+    def forget_the_target_before_the_commit(model: Any, params: dict[str, Any], **_: Any) -> None:
+        body = params["body"].decode()
+        if model.name == "TransactWriteItems" and not forgotten and project in body and '":replaced"' in body:
+            forgotten.append(forget(project, {"memoryId": target, "reason": "wrong date"}).status)
+
+    client = wiring.dynamodb()
+    client.meta.events.register(
+        "before-call.dynamodb", forget_the_target_before_the_commit, unique_id="re-resolve"
+    )
+    try:
+        assert run_structure(stack, messages, as_deployed=True)["batchItemFailures"] == []
+    finally:
+        client.meta.events.unregister("before-call.dynamodb", unique_id="re-resolve")
+
+    assert forgotten == [200]
+    assert list(postings_by_side(stack, project, late_id)) == ["tc"]
+    assert late_id in [memory_id for memory_id, _ in recalled(project, "zebra inventory")]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import secrets
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any, cast
 
 import pytest
@@ -249,3 +250,35 @@ def test_given_corpus_stats_read_a_moment_ago_then_they_are_reused_for_a_minute(
     now[0] = 61.0
     index.read(project, ["deploy"], limit=10, history=False)
     assert counting.partitions.count(corpus_pk) == 2
+
+
+def postings_of(aws_stack: Any, project: ProjectId, memory_id: str) -> dict[str, int]:
+    """How many postings ``memory_id`` has on each side (``tc``, ``th``), and its index markers."""
+    items = aws_stack.dynamodb.scan(TableName=aws_stack.tables["TermIndexTable"])["Items"]
+    found: dict[str, int] = {}
+    for item in items:
+        pk, sk = item["pk"]["S"], item["sk"]["S"]
+        if pk.startswith(f"{project}#") and (sk.endswith("#" + memory_id) or pk.endswith("#" + memory_id)):
+            side = pk.split("#")[1]
+            found[side] = found.get(side, 0) + 1
+    return found
+
+
+def test_given_an_indexed_memory_when_indexed_again_for_the_other_side_then_nothing_is_written(
+    aws_stack,
+) -> None:
+    """A structured memory staged again after its resolution changed sides (a redelivery) finds its
+    item: no chunk is applied again on the other side, and no term counts twice."""
+    project = new_project()
+    store, _ = stores(aws_stack)
+    current = memory(project, 5, LONG_TEXT, status="staged", becomes="active")
+    plan = plan_index(current.id, memory_terms(current))
+    assert store.index_new(current) is True
+
+    history = replace(current, becomes="superseded", valid_to="2026-06-03T09:30:00.000Z")
+    assert store.index_new(history) is False
+
+    assert postings_of(aws_stack, project, current.id) == {"tc": len(plan.entries)}
+    doc_freqs, corpus = counters(aws_stack, project, [e.term for e in plan.entries])
+    assert set(doc_freqs.values()) == {1}
+    assert corpus == (1, plan.dl)

@@ -17,7 +17,12 @@ df increments; the last chunk also puts the memory item (``attribute_not_exists`
 and increments a corpus shard. A chunk that was already applied fails on its
 first condition and is skipped; the memory item, written last, marks the whole
 index as done. So a retry, a replay or a concurrent duplicate never counts twice,
-and recall (which checks the memory item) never serves a half-indexed memory.
+and recall (which checks the memory item) never serves a half-indexed memory. The item
+records the side its postings are on (``ix``), which structuring reads when they move.
+
+Each chunk but the last also checks that the memory item does not exist: once it does,
+nothing is written again, on either side (a structured memory staged again for the other
+side, by a redelivery, would otherwise count its first chunks twice).
 """
 
 from __future__ import annotations
@@ -58,11 +63,15 @@ MAX_TRANSACTION_ATTEMPTS: Final = 8
 #: BatchGetItem rounds for keys DynamoDB left unprocessed (throttling) before giving up.
 MAX_BATCH_GET_ROUNDS: Final = 8
 BATCH_GET_KEYS: Final = 100
+#: The memory item's attribute naming the side its postings are on (``c`` or ``h``): written with
+#: the item, changed when they move. Absent on items written before it existed.
+POSTED_SIDE: Final = "ix"
 _BACKOFF_BASE_SECONDS: Final = 0.01
 _BACKOFF_CAP_SECONDS: Final = 0.5
 
 
-def memory_item(memory: MemoryRecord, dl: int) -> Item:
+def memory_item(memory: MemoryRecord, dl: int, side: str | None = None) -> Item:
+    """The memory item; ``side``: where its postings are written (indexing records it)."""
     item: Item = {
         **key(storage_keys.memory_key(ProjectId(memory.project_id), memory.id)),
         "id": s(memory.id),
@@ -97,6 +106,8 @@ def memory_item(memory: MemoryRecord, dl: int) -> Item:
         item["becomes"] = s(memory.becomes)
     if memory.semantic is not None:
         item["sem"] = s(encode_placement(memory.semantic))
+    if side is not None:
+        item[POSTED_SIDE] = s(side)
     return item
 
 
@@ -150,6 +161,13 @@ def posting_item(project: ProjectId, memory: MemoryRecord, side: str, entry: Ter
     return item
 
 
+def _failed_at(reasons: list[str | None], position: int | None, actions: int) -> bool:
+    """Whether the action at ``position`` (from the end if negative) failed its condition."""
+    if position is None or len(reasons) != actions:
+        return False
+    return reasons[position] == "ConditionalCheckFailed"
+
+
 def conflict_backoff(attempt: int) -> float:
     """The wait before retrying a transaction that lost a race (shared with the structuring store)."""
     return full_jitter(attempt, _BACKOFF_BASE_SECONDS, _BACKOFF_CAP_SECONDS)
@@ -183,17 +201,38 @@ class DynamoMemoryStore:
         if side is None:
             raise ValueError(f"a {memory.status} memory is not indexed")
         project = ProjectId(memory.project_id)
-        plan = memory_plan(memory)
+        return self._index_chunks(project, memory, side, memory_plan(memory), 0) == "applied"
+
+    def _index_chunks(
+        self, project: ProjectId, memory: MemoryRecord, side: str, plan: IndexPlan, start: int
+    ) -> str:
+        """Apply the chunks of ``plan`` from ``start`` on; the last one writes the memory item.
+        ``memory_exists`` as soon as it exists (nothing more is written then)."""
         chunks = plan.chunks()
-        for number, chunk in enumerate(chunks):
-            actions = [a for entry in chunk for a in self._term_actions(project, memory, side, entry, plan)]
-            last = number == len(chunks) - 1
-            if last:
-                actions.extend(self._memory_actions(project, memory, plan))
-            outcome = self._transact(actions, memory_position=len(actions) - 2 if last else None)
+        for number in range(start, len(chunks)):
+            actions = [
+                a for entry in chunks[number] for a in self._term_actions(project, memory, side, entry, plan)
+            ]
+            if number == len(chunks) - 1:
+                actions.extend(self._memory_actions(project, memory, side, plan))
+                outcome = self._transact(actions, memory_position=-2)
+            else:
+                actions.append(self._no_memory_item(project, memory.id))
+                outcome = self._transact(actions, memory_position=-1)
             if outcome == "memory_exists":
-                return False
-        return True
+                return outcome
+        return "applied"
+
+    def _no_memory_item(self, project: ProjectId, memory_id: str) -> TransactWriteItemTypeDef:
+        """A condition that the memory item is not written yet: once it is (indexed, or a forget's
+        tombstoned placeholder), no chunk is applied again, on either side."""
+        return {
+            "ConditionCheck": {
+                "TableName": self._memories,
+                "Key": key(storage_keys.memory_key(project, memory_id)),
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        }
 
     def index_many(self, memories: Sequence[MemoryRecord]) -> list[bool | Exception]:
         """``index_new`` for each memory; each result is its outcome or its error.
@@ -247,13 +286,13 @@ class DynamoMemoryStore:
         ]
 
     def _memory_actions(
-        self, project: ProjectId, memory: MemoryRecord, plan: IndexPlan
+        self, project: ProjectId, memory: MemoryRecord, side: str, plan: IndexPlan
     ) -> list[TransactWriteItemTypeDef]:
         return [
             {
                 "Put": {
                     "TableName": self._memories,
-                    "Item": memory_item(memory, plan.dl),
+                    "Item": memory_item(memory, plan.dl, side),
                     "ConditionExpression": "attribute_not_exists(pk)",
                 }
             },
@@ -269,7 +308,8 @@ class DynamoMemoryStore:
         ]
 
     def _transact(self, actions: list[TransactWriteItemTypeDef], memory_position: int | None) -> str:
-        """Apply one chunk: ``applied``, ``already_applied`` or ``memory_exists``."""
+        """Apply one chunk: ``applied``, ``already_applied`` or ``memory_exists`` (the condition at
+        ``memory_position``, which may count from the end, failed)."""
         for attempt in range(MAX_TRANSACTION_ATTEMPTS):
             try:
                 self._client.transact_write_items(TransactItems=actions)
@@ -277,9 +317,7 @@ class DynamoMemoryStore:
                 if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
                     raise
                 reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
-                if memory_position is not None and reasons[memory_position:][:1] == [
-                    "ConditionalCheckFailed"
-                ]:
+                if _failed_at(reasons, memory_position, len(actions)):
                     return "memory_exists"
                 if "ConditionalCheckFailed" in reasons:
                     return "already_applied"  # a chunk is atomic: one posting present means all are

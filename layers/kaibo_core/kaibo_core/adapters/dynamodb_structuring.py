@@ -12,20 +12,27 @@ concurrent duplicate job converges on the same state:
    staged memories to their status, and applies the links (retire an ``active`` memory
    once; file a late older statement behind a newer one). Conditioned on the
    provisional memory still being ``provisional``: a forget in between refuses it.
-4. ``unindex`` the replaced provisional memory and ``move_to_history`` the retired
-   ones: postings are hints, so this only keeps reads small; it is chunked and
-   conditional like indexing, and a retry completes it.
+4. ``unindex`` the replaced provisional memory and ``move_postings`` of the retired
+   ones (to history) and of structured ones committed on the other side than they were
+   staged on (``posted_sides``): recall's default reads only the current side, so a
+   memory there must be found there. Chunked and conditional like indexing; a retry
+   completes it.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from botocore.exceptions import ClientError
 
-from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore, conflict_backoff, posting_item
+from kaibo_core.adapters.dynamodb_memories import (
+    POSTED_SIDE,
+    DynamoMemoryStore,
+    conflict_backoff,
+    posting_item,
+)
 from kaibo_core.adapters.dynamodb_values import key, n, s, strings
 from kaibo_core.core import storage_keys
 from kaibo_core.core.indexing import TermEntry, memory_plan
@@ -283,25 +290,42 @@ class DynamoStructuringStore(DynamoMemoryStore):
             self._transact(actions, memory_position=None)
 
     def move_to_history(self, memory: MemoryRecord) -> None:
-        """Move a retired memory's postings from the current to the history side, with its new
-        status and ``validTo`` in them (no counts change: it is still one indexed memory)."""
+        """Move a retired memory's postings from the current to the history side."""
+        self.move_postings(memory, "c", "h")
+
+    def move_postings(self, memory: MemoryRecord, from_side: str, to_side: str) -> None:
+        """Move ``memory``'s postings from one side to the other, with its status and ``validTo``
+        as given in them (no counts change: it is still one indexed memory). The last chunk also
+        records the new side on the memory item. A chunk moved already (or removed by a forget)
+        fails its conditions and is skipped."""
         project = ProjectId(memory.project_id)
         plan = memory_plan(memory)
-        for chunk in plan.chunks():
+        chunks = plan.chunks()
+        for number, chunk in enumerate(chunks):
             actions: list[TransactWriteItemTypeDef] = []
             for entry in chunk:
-                actions.append(self._delete_posting(project, "c", entry, memory.id))
+                actions.append(self._delete_posting(project, from_side, entry, memory.id))
                 actions.append(
                     {
                         "Put": {
                             "TableName": self._index,
-                            "Item": posting_item(project, memory, "h", entry, plan.dl),
+                            "Item": posting_item(project, memory, to_side, entry, plan.dl),
                             "ConditionExpression": "attribute_not_exists(pk)",
                         }
                     }
                 )
-            if actions:
-                self._transact(actions, memory_position=None)
+            if number == len(chunks) - 1:
+                record = f"SET {POSTED_SIDE} = :side"
+                actions.append(
+                    self._update(project, memory.id, record, "attribute_exists(pk)", {":side": s(to_side)})
+                )
+            self._transact(actions, memory_position=None)
+
+    def posted_sides(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, str | None]:
+        """The side each memory's postings are on, as its item records it (None: not recorded, an
+        item written before the record existed)."""
+        items = self._batch_get(project, memory_ids, projection=f"id, {POSTED_SIDE}")
+        return {item["id"]["S"]: item[POSTED_SIDE]["S"] if POSTED_SIDE in item else None for item in items}
 
     def _delete_posting(
         self, project: ProjectId, side: str, entry: TermEntry, memory_id: str

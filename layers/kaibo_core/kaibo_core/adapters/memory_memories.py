@@ -27,6 +27,8 @@ class InMemoryMemoryStore:
         self.postings: dict[tuple[str, str, str], dict[str, tuple[int, Posting]]] = {}
         self.doc_freqs: dict[tuple[str, str], int] = {}
         self.corpus: dict[str, CorpusStats] = {}
+        #: (project, memory id) -> the side its postings are on (the DynamoDB item's ``ix``)
+        self.sides: dict[tuple[str, str], str] = {}
 
     def index_new(self, memory: MemoryRecord) -> bool:
         if memory.content is None:
@@ -48,6 +50,7 @@ class InMemoryMemoryStore:
             stats = self.corpus.get(memory.project_id, CorpusStats(0, 0))
             self.corpus[memory.project_id] = CorpusStats(stats.docs + 1, stats.terms + plan.dl)
             self.memories[(memory.project_id, memory.id)] = memory
+            self.sides[(memory.project_id, memory.id)] = side
         return True
 
     def index_many(self, memories: Sequence[MemoryRecord]) -> list[bool | Exception]:
@@ -161,15 +164,26 @@ class InMemoryMemoryStore:
                 self.corpus[project] = CorpusStats(stats.docs - 1, stats.terms - plan.dl)
 
     def move_to_history(self, memory: MemoryRecord) -> None:
+        self.move_postings(memory, "c", "h")
+
+    def move_postings(self, memory: MemoryRecord, from_side: str, to_side: str) -> None:
         plan = memory_plan(memory)
         with self._lock:
+            moved = False
             for entry in plan.entries:
-                current = self.postings.get((memory.project_id, "c", entry.term), {})
-                if current.pop(memory.id, None) is not None:
-                    self.postings.setdefault((memory.project_id, "h", entry.term), {})[memory.id] = (
+                postings = self.postings.get((memory.project_id, from_side, entry.term), {})
+                if postings.pop(memory.id, None) is not None:
+                    moved = True
+                    self.postings.setdefault((memory.project_id, to_side, entry.term), {})[memory.id] = (
                         entry.impact,
                         posting_of(memory, entry, plan.dl),
                     )
+            if moved:
+                self.sides[(memory.project_id, memory.id)] = to_side
+
+    def posted_sides(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, str | None]:
+        with self._lock:
+            return {m: self.sides.get((project, m)) for m in memory_ids if (project, m) in self.memories}
 
     def read(
         self,

@@ -13,7 +13,8 @@ For each event of the job, in order:
    forgotten event refuses the switch; a link whose target changed meanwhile is
    resolved again.
 5. Postings follow the items: the replaced provisional memory is unindexed, retired
-   memories move to the history side.
+   memories move to the history side, and a structured memory staged on the other side
+   than its final status says (re-resolved since) moves there.
 
 Every step is idempotent: a redelivered job repeats nothing that counts twice.
 """
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from kaibo_core.core import webhooks
 from kaibo_core.core.clock import Clock, format_instant, instant_ms, utc_now
+from kaibo_core.core.indexing import index_side
 from kaibo_core.core.models.events import EventRecord
 from kaibo_core.core.models.memories import MemoryRecord
 from kaibo_core.core.provisional import provisional_memory, provisional_memory_id
@@ -429,10 +431,16 @@ class StructuringService:
         structured: Iterable[MemoryRecord],
     ) -> None:
         self._memories.unindex(provisional)
-        retired = self._memories.get_many(project, retired_ids)
-        for memory in [*retired.values(), *structured]:
-            if memory.status in {"superseded", "canceled"} and memory.content is not None:
-                self._memories.move_to_history(memory)
+        memories = [*self._memories.get_many(project, retired_ids).values(), *structured]
+        posted = self._memories.posted_sides(project, [memory.id for memory in memories])
+        for memory in memories:
+            # A structured memory was staged on the side its first resolution chose, which a later
+            # one (same run, or a redelivery) may have changed. Unrecorded: an item written before
+            # sides were recorded, whose postings are current unless they moved already.
+            wanted = index_side(memory.status)
+            on = posted.get(memory.id) or "c"
+            if wanted is not None and wanted != on and memory.content is not None:
+                self._memories.move_postings(memory, on, wanted)
 
     def _finish_postings(self, project: ProjectId, provisional: MemoryRecord) -> None:
         """Step 5 again for an event committed already: the run that committed it may have died
