@@ -1545,10 +1545,11 @@ def doc_freq(stack: AwsStack, project: str, term: str) -> int:
 
 
 def long_text_keys(stack: AwsStack, project: str) -> list[str]:
-    """The index's keys holding a stem of LONG_WORDS (postings, counters)."""
+    """The index's keys holding a stem of LONG_WORDS (postings, counters) or an index marker."""
     stems = set(analyze(" ".join(LONG_WORDS)))
     items = _project_items(stack, stack.tables["TermIndexTable"], project)
-    return sorted({i["pk"]["S"] for i in items if i["pk"]["S"].rsplit("#", 1)[-1] in stems})
+    keys = {i["pk"]["S"] for i in items}
+    return sorted(k for k in keys if k.rsplit("#", 1)[-1] in stems or k.startswith(f"{project}#ix#"))
 
 
 def a_structured_target(stack: AwsStack, project: str) -> str:
@@ -1629,3 +1630,65 @@ def test_a_memory_re_resolved_current_within_its_run_moves_its_postings_to_the_c
     assert forgotten == [200]
     assert list(postings_by_side(stack, project, late_id)) == ["tc"]
     assert late_id in [memory_id for memory_id, _ in recalled(project, "zebra inventory")]
+
+
+def test_postings_of_a_provisional_index_that_never_finished_are_purged_with_its_forgotten_stream(
+    stack: AwsStack, faults: Faults
+) -> None:
+    """remember's index of a long event applies its first chunk, never its last (which writes the
+    memory item); the stream is forgotten: the purge finds those postings by their index marker."""
+    project = new_project()
+    fault = faults.dynamodb.add(
+        Fault(
+            "TransactWriteItems",
+            "throughput",
+            nth=2,
+            times=1000,
+            when=both(mentions(project), touches(stack.tables["TermIndexTable"])),
+        )
+    )
+    reply = remember(project, {"stream": STREAM, "events": [message("k1", LONG_TEXT)]})
+    faults.dynamodb.clear()
+    assert fault.fired
+    assert reply.status == 202
+    assert reply.body["memories"] == []
+    assert long_text_keys(stack, project)  # the first chunk's postings, counters and marker
+
+    gone = forget_now(project, {"stream": STREAM, "reason": "erase"})
+    assert gone.status == 200, gone.body
+    purge_later()
+
+    assert receipt(project, gone.body["receipt"]["id"]).body["state"] == "purged"
+    assert long_text_keys(stack, project) == []
+
+
+def test_postings_of_a_staged_memory_whose_index_never_finished_are_purged_with_its_event(
+    stack: AwsStack, faults: Faults
+) -> None:
+    """Structuring stages a long memory: its first chunk is applied, its last never; the event is
+    forgotten before the redelivery (which is refused): the purge erases the staged postings."""
+    project = new_project()
+    reply = remember(project, {"stream": STREAM, "events": [message("k1", LONG_TEXT)]})
+    messages = take_job_messages(stack, {reply.body["jobId"]})
+    staged_id = f"{reply.body['memories'][0]['id']}-1"
+    fault = faults.dynamodb.add(
+        Fault(
+            "TransactWriteItems",
+            "throughput",
+            nth=2,
+            times=1000,
+            when=both(mentions(project, staged_id), touches(stack.tables["TermIndexTable"])),
+        )
+    )
+    assert run_structure(stack, messages, as_deployed=True)["batchItemFailures"]
+    faults.dynamodb.clear()
+    assert fault.fired
+    assert postings_by_side(stack, project, staged_id)
+
+    gone = forget_now(project, {"stream": STREAM, "reason": "erase"})
+    assert gone.status == 200, gone.body
+    assert run_structure(stack, messages, as_deployed=True)["batchItemFailures"] == []  # refused
+    purge_later()
+
+    assert receipt(project, gone.body["receipt"]["id"]).body["state"] == "purged"
+    assert long_text_keys(stack, project) == []

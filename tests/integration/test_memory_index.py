@@ -282,3 +282,27 @@ def test_given_an_indexed_memory_when_indexed_again_for_the_other_side_then_noth
     doc_freqs, corpus = counters(aws_stack, project, [e.term for e in plan.entries])
     assert set(doc_freqs.values()) == {1}
     assert corpus == (1, plan.dl)
+
+
+def test_given_an_index_that_never_finished_then_its_marker_names_it_and_a_retry_finishes_where_it_began(
+    aws_stack,
+) -> None:
+    """The first of several chunks writes a marker holding the memory and its side (the purge finds
+    an unfinished index by it); a retry resolved to the other side finishes on the side it began,
+    counts each term once and removes the marker."""
+    project = new_project()
+    crashing, _ = stores(aws_stack, CrashAfter(aws_stack.dynamodb, calls=1))
+    current = memory(project, 6, LONG_TEXT, status="staged", becomes="active")
+    plan = plan_index(current.id, memory_terms(current))
+    with pytest.raises(ConnectionError):
+        crashing.index_new(current)
+    assert postings_of(aws_stack, project, current.id) == {"tc": TERMS_PER_TRANSACTION, "ix": 1}
+
+    store, _ = stores(aws_stack)
+    assert store.index_new(replace(current, becomes="superseded", valid_to="2026-06-03T09:30:00.000Z"))
+
+    assert postings_of(aws_stack, project, current.id) == {"tc": len(plan.entries)}
+    assert store.get(project, current.id) == current
+    doc_freqs, corpus = counters(aws_stack, project, [e.term for e in plan.entries])
+    assert set(doc_freqs.values()) == {1}
+    assert corpus == (1, plan.dl)

@@ -15,6 +15,10 @@ the memory's ``unindexed`` flag (which must not be set). A chunk is tried on the
 then on the history side (a retired memory's postings moved there chunk by chunk); a chunk found
 on neither side was removed already. So a retry, or a memory unindexed earlier (a replaced
 provisional one), never counts twice.
+
+An index that never finished (its memory item, written last, is missing) is found by the marker
+its first chunk wrote (``erase_unfinished``, called by the purge with every memory id a ledger
+entry can have made): its postings' keys hold the stems of forgotten text.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from botocore.exceptions import ClientError
 
 from kaibo_core.adapters.aws import io_pool
 from kaibo_core.adapters.dynamodb_events import record_from_item
-from kaibo_core.adapters.dynamodb_memories import memory_item, placement_condition
+from kaibo_core.adapters.dynamodb_memories import marked_memory, memory_item, placement_condition
 from kaibo_core.adapters.dynamodb_structuring import DynamoStructuringStore
 from kaibo_core.adapters.dynamodb_values import key, n, s
 from kaibo_core.core import storage_keys
@@ -262,6 +266,29 @@ class DynamoForgetStore(DynamoStructuringStore):
             raise RuntimeError(
                 f"memory {memory.id} is not tombstoned: the purge erases nothing else"
             ) from exc
+
+    def erase_unfinished(self, project: ProjectId, memory_ids: Sequence[str]) -> None:
+        """Erase the postings of every index of ``memory_ids`` that never finished, found by its
+        marker (the purge passes every memory a ledger entry can have made)."""
+        keys = [storage_keys.index_marker_key(project, memory_id) for memory_id in dict.fromkeys(memory_ids)]
+        for marker in self._batch_get_keys(self._index, keys, projection=None):
+            self._erase_marked(project, marker)
+
+    def _erase_marked(self, project: ProjectId, marker: dict[str, Any]) -> None:
+        """The chunks a marker's index may have applied (all but the last: that one writes the memory
+        item and the marker's deletion) out of the index with their document frequencies, exactly
+        once as in ``remove_from_index``; the counters left at zero deleted; then the marker, which
+        holds the text. Of an index that did finish (the marker's deletion failed), the item's own
+        erasure removes the postings: whichever runs first takes each chunk, the other skips it."""
+        memory, side = marked_memory(project, marker)
+        plan = memory_plan(memory)
+        begun = plan.chunks()[:-1]
+        for chunk in begun:
+            self._transact(list(self._removal(project, memory, side, chunk, plan.df_shard)), None)
+        for entry in (entry for chunk in begun for entry in chunk):
+            self._delete_if_zero(storage_keys.doc_freq_key(project, entry.term, plan.df_shard))
+        marker_key = storage_keys.index_marker_key(project, memory.id)
+        self._client.delete_item(TableName=self._index, Key=key(marker_key))
 
     def _delete_if_zero(self, item_key: dict[str, str]) -> None:
         try:

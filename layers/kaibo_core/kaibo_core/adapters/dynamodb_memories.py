@@ -22,7 +22,10 @@ records the side its postings are on (``ix``), which structuring reads when they
 
 Each chunk but the last also checks that the memory item does not exist: once it does,
 nothing is written again, on either side (a structured memory staged again for the other
-side, by a redelivery, would otherwise count its first chunks twice).
+side, by a redelivery, would otherwise count its first chunks twice). The first of several
+chunks also puts an index marker (``storage_keys.index_marker_key``: the memory and its
+side): if the last chunk never comes, forget's purge finds the postings by it, and a retry
+that finds it finishes the index it describes. It is deleted once the item is in.
 """
 
 from __future__ import annotations
@@ -161,6 +164,11 @@ def posting_item(project: ProjectId, memory: MemoryRecord, side: str, entry: Ter
     return item
 
 
+def marked_memory(project: ProjectId, marker: dict[str, Any]) -> tuple[MemoryRecord, str]:
+    """The memory an index marker holds, and the side its postings are written on."""
+    return memory_from_item(project, marker), str(marker[POSTED_SIDE]["S"])
+
+
 def _failed_at(reasons: list[str | None], position: int | None, actions: int) -> bool:
     """Whether the action at ``position`` (from the end if negative) failed its condition."""
     if position is None or len(reasons) != actions:
@@ -201,7 +209,33 @@ class DynamoMemoryStore:
         if side is None:
             raise ValueError(f"a {memory.status} memory is not indexed")
         project = ProjectId(memory.project_id)
-        return self._index_chunks(project, memory, side, memory_plan(memory), 0) == "applied"
+        plan = memory_plan(memory)
+        if len(plan.chunks()) == 1:
+            return self._index_chunks(project, memory, side, plan, 0) == "applied"
+        return self._index_with_marker(project, memory, side, plan)
+
+    def _index_with_marker(
+        self, project: ProjectId, memory: MemoryRecord, side: str, plan: IndexPlan
+    ) -> bool:
+        """``index_new`` of a memory of several chunks: the first writes the marker, the last the
+        memory item; then the marker goes."""
+        outcome = self._transact(
+            self._first_chunk_actions(project, memory, side, plan), memory_position=-2, marker_position=-1
+        )
+        if outcome == "memory_exists":
+            return False
+        if outcome == "marker_exists":  # an earlier attempt began: finish what its marker says
+            marked = self._marker(project, memory.id)
+            if marked is None:
+                return False  # finished meanwhile (the marker goes once the memory item is in)
+            memory, side = marked
+            plan = memory_plan(memory)
+        if self._index_chunks(project, memory, side, plan, 1) != "applied":
+            return False
+        self._client.delete_item(
+            TableName=self._index, Key=key(storage_keys.index_marker_key(project, memory.id))
+        )
+        return True
 
     def _index_chunks(
         self, project: ProjectId, memory: MemoryRecord, side: str, plan: IndexPlan, start: int
@@ -223,6 +257,26 @@ class DynamoMemoryStore:
                 return outcome
         return "applied"
 
+    def _first_chunk_actions(
+        self, project: ProjectId, memory: MemoryRecord, side: str, plan: IndexPlan
+    ) -> list[TransactWriteItemTypeDef]:
+        """The first of several chunks, with the marker naming what the index writes: should the
+        last chunk never be applied, the purge still finds these postings (their keys hold stems)."""
+        marker_key = key(storage_keys.index_marker_key(project, memory.id))
+        marker = {**memory_item(memory, plan.dl, side), **marker_key}
+        first = plan.chunks()[0]
+        return [
+            *(a for entry in first for a in self._term_actions(project, memory, side, entry, plan)),
+            self._no_memory_item(project, memory.id),
+            {
+                "Put": {
+                    "TableName": self._index,
+                    "Item": marker,
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            },
+        ]
+
     def _no_memory_item(self, project: ProjectId, memory_id: str) -> TransactWriteItemTypeDef:
         """A condition that the memory item is not written yet: once it is (indexed, or a forget's
         tombstoned placeholder), no chunk is applied again, on either side."""
@@ -233,6 +287,15 @@ class DynamoMemoryStore:
                 "ConditionExpression": "attribute_not_exists(pk)",
             }
         }
+
+    def _marker(self, project: ProjectId, memory_id: str) -> tuple[MemoryRecord, str] | None:
+        """The memory and side an unfinished index began with (None: no marker)."""
+        item = self._client.get_item(
+            TableName=self._index,
+            Key=key(storage_keys.index_marker_key(project, memory_id)),
+            ConsistentRead=True,
+        ).get("Item")
+        return None if item is None else marked_memory(project, item)
 
     def index_many(self, memories: Sequence[MemoryRecord]) -> list[bool | Exception]:
         """``index_new`` for each memory; each result is its outcome or its error.
@@ -307,9 +370,15 @@ class DynamoMemoryStore:
             },
         ]
 
-    def _transact(self, actions: list[TransactWriteItemTypeDef], memory_position: int | None) -> str:
-        """Apply one chunk: ``applied``, ``already_applied`` or ``memory_exists`` (the condition at
-        ``memory_position``, which may count from the end, failed)."""
+    def _transact(
+        self,
+        actions: list[TransactWriteItemTypeDef],
+        memory_position: int | None,
+        marker_position: int | None = None,
+    ) -> str:
+        """Apply one chunk: ``applied``, ``already_applied``, ``memory_exists`` (the condition at
+        ``memory_position`` failed) or ``marker_exists`` (the one at ``marker_position``).
+        Positions may count from the end."""
         for attempt in range(MAX_TRANSACTION_ATTEMPTS):
             try:
                 self._client.transact_write_items(TransactItems=actions)
@@ -319,6 +388,8 @@ class DynamoMemoryStore:
                 reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
                 if _failed_at(reasons, memory_position, len(actions)):
                     return "memory_exists"
+                if _failed_at(reasons, marker_position, len(actions)):
+                    return "marker_exists"
                 if "ConditionalCheckFailed" in reasons:
                     return "already_applied"  # a chunk is atomic: one posting present means all are
                 if all(code in {"None", "TransactionConflict", None} for code in reasons):
@@ -357,7 +428,15 @@ class DynamoMemoryStore:
     def _batch_get(
         self, project: ProjectId, memory_ids: Iterable[str], projection: str | None
     ) -> list[dict[str, Any]]:
-        keys = [key(storage_keys.memory_key(project, memory_id)) for memory_id in dict.fromkeys(memory_ids)]
+        keys = [storage_keys.memory_key(project, memory_id) for memory_id in dict.fromkeys(memory_ids)]
+        return self._batch_get_keys(self._memories, keys, projection)
+
+    def _batch_get_keys(
+        self, table: str, item_keys: Sequence[dict[str, str]], projection: str | None
+    ) -> list[dict[str, Any]]:
+        """The items of ``table`` at ``item_keys`` that exist (strongly consistent, unprocessed
+        keys retried)."""
+        keys = [key(item_key) for item_key in item_keys]
         items: list[dict[str, Any]] = []
         for start in range(0, len(keys), BATCH_GET_KEYS):
             request: dict[str, Any] = {"Keys": keys[start : start + BATCH_GET_KEYS], "ConsistentRead": True}
@@ -365,12 +444,10 @@ class DynamoMemoryStore:
                 request["ProjectionExpression"] = projection
                 if "#status" in projection:
                     request["ExpressionAttributeNames"] = {"#status": "status"}
-            pending: dict[str, Any] = {self._memories: request}
+            pending: dict[str, Any] = {table: request}
             for attempt in range(MAX_BATCH_GET_ROUNDS):
                 response = self._reads.batch_get_item(RequestItems=pending)
-                items.extend(
-                    cast("list[dict[str, Any]]", response.get("Responses", {}).get(self._memories, []))
-                )
+                items.extend(cast("list[dict[str, Any]]", response.get("Responses", {}).get(table, [])))
                 pending = dict(response.get("UnprocessedKeys") or {})
                 if not pending:
                     break

@@ -74,6 +74,17 @@ def doc_freq_key(project: ProjectId, term: str, shard: int) -> dict[str, str]:
     return {"pk": postings_pk(project, "c", term), "sk": f"{DF_SORT_PREFIX}{shard:02d}"}
 
 
+#: Sort key of an index marker: the only item of its partition.
+INDEX_MARKER_SORT_KEY = "marker"
+
+
+def index_marker_key(project: ProjectId, memory_id: str) -> dict[str, str]:
+    """A memory whose index takes several transactions: the marker its first one writes (the
+    memory and the side of its postings), so that forget's purge finds the postings of an index
+    that never finished (the memory item is written by the last one)."""
+    return {"pk": f"{project}#ix#{memory_id}", "sk": INDEX_MARKER_SORT_KEY}
+
+
 def corpus_pk(project: ProjectId) -> str:
     return f"{project}#corpus"
 

@@ -13,7 +13,9 @@ For an entry, in this order, each step idempotent:
    and so is every memory structuring made from its events (staged and abandoned when it found
    them forgotten, or committed while the forget ran);
 2. each of those memories is erased: out of the term index, the document-frequency counters its
-   terms leave at zero deleted, content, plan, subject and tags removed, status ``purged``;
+   terms leave at zero deleted, content, plan, subject and tags removed, status ``purged``; so
+   are the postings of any of them whose index never finished (no memory item: found by its
+   index marker);
 3. each event it names loses its payload and salt, cited by a memory or not (found by the
    locations the entry keeps); header, digest and hash stay: the chain still verifies;
 4. the entry is marked purged (off the work list; receipts then read ``purged``), only if every
@@ -57,6 +59,7 @@ class PurgeStore(Protocol):
         placeholder: MemoryRecord | None = None,
     ) -> MemoryRecord | None: ...
     def erase_many(self, memories: Sequence[MemoryRecord], purged_at: str) -> None: ...
+    def erase_unfinished(self, project: ProjectId, memory_ids: Sequence[str]) -> None: ...
     def tombstone_many(
         self, project: ProjectId, memories: Sequence[MemoryRecord], marks: dict[str, str]
     ) -> list[MemoryRecord | None]: ...
@@ -112,6 +115,8 @@ class Purger:
         is done: marked purged only once every event it names has lost its payload)."""
         targets = self._tombstone_all(entry)
         self._store.erase_many([memory for memory in targets if memory.status != "purged"], now)
+        named, made = _named_and_made(entry)
+        self._store.erase_unfinished(ProjectId(entry.project_id), [*named, *made])
         payloads, unlocated = self._erase_payloads(entry, targets)
         if unlocated:
             return len(targets), payloads, False
