@@ -22,7 +22,14 @@ from tests.integration.test_remember_api import new_project
 
 def cell_postings(stack: Any, memory_ids: set[str]) -> list[dict[str, Any]]:
     """Every semantic posting (a cell's, with a vector) of ``memory_ids``, on either side."""
-    items = stack.dynamodb.scan(TableName=stack.tables["TermIndexTable"])["Items"]
+    items: list[dict[str, Any]] = []
+    request: dict[str, Any] = {"TableName": stack.tables["TermIndexTable"]}
+    while True:  # every page: the session's table outgrows one (1 MB)
+        page = stack.dynamodb.scan(**request)
+        items += page["Items"]
+        if "LastEvaluatedKey" not in page:
+            break
+        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
     return [
         item
         for item in items
