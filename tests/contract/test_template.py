@@ -78,8 +78,11 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
         ("dynamodb:PutItem", "IdempotencyTable"),
         ("dynamodb:PutItem", "MemoriesTable"),
         ("dynamodb:BatchGetItem", "MemoriesTable"),
+        ("dynamodb:ConditionCheckItem", "MemoriesTable"),  # a chunk before the memory item
         ("dynamodb:PutItem", "TermIndexTable"),
         ("dynamodb:UpdateItem", "TermIndexTable"),
+        ("dynamodb:GetItem", "TermIndexTable"),  # the index marker, read by a retry
+        ("dynamodb:DeleteItem", "TermIndexTable"),  # and deleted once the index is done
         ("dynamodb:PutItem", "JobsTable"),
         ("dynamodb:GetItem", "JobsTable"),
         ("sqs:SendMessage", "StructuringQueue"),
@@ -121,7 +124,9 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
         ("dynamodb:BatchGetItem", "MemoriesTable"),
         ("dynamodb:PutItem", "MemoriesTable"),
         ("dynamodb:UpdateItem", "MemoriesTable"),
+        ("dynamodb:ConditionCheckItem", "MemoriesTable"),
         ("dynamodb:Query", "TermIndexTable"),
+        ("dynamodb:GetItem", "TermIndexTable"),
         ("dynamodb:PutItem", "TermIndexTable"),
         ("dynamodb:UpdateItem", "TermIndexTable"),
         ("dynamodb:DeleteItem", "TermIndexTable"),
@@ -144,6 +149,7 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
         ("dynamodb:UpdateItem", "MemoriesTable"),
         ("dynamodb:UpdateItem", "TermIndexTable"),
         ("dynamodb:DeleteItem", "TermIndexTable"),
+        ("dynamodb:BatchGetItem", "TermIndexTable"),  # index markers of unfinished indexes
         ("dynamodb:GetItem", "EventsTable"),  # the events a dead forget never wrote placeholders for
         ("dynamodb:UpdateItem", "EventsTable"),
     },
