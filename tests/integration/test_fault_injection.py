@@ -1623,7 +1623,8 @@ def test_a_memory_re_resolved_current_within_its_run_moves_its_postings_to_the_c
         "before-call.dynamodb", forget_the_target_before_the_commit, unique_id="re-resolve"
     )
     try:
-        assert run_structure(stack, messages, as_deployed=True)["batchItemFailures"] == []
+        # A forget runs inside this structuring run: its calls are the forget function's.
+        assert run_structure(stack, messages, as_deployed=True, iam_checked=False)["batchItemFailures"] == []
     finally:
         client.meta.events.unregister("before-call.dynamodb", unique_id="re-resolve")
 
