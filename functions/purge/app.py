@@ -53,6 +53,10 @@ def lambda_handler(
             "stored location",
             extra={"unfinished": result.unfinished},
         )
+    if result.failures:
+        # The other entries went on; failing the run now makes the failure seen (PurgeErrorsAlarm).
+        metrics.add_metric("PurgeEntriesFailed", MetricUnit.Count, len(result.failures))
+        raise log_failure("purge", result.failures[0], failedEntries=len(result.failures)) from None
     return {
         "applied": result.applied,
         "entries": result.entries,

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from kaibo_core.adapters.dynamodb_forget import DynamoForgetStore
 from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
@@ -21,6 +22,7 @@ from kaibo_core.core.ledger import LedgerVerifier
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.text import analyze
 from kaibo_core.runtime import wiring
+from kaibo_core.runtime.observability import FunctionFailedError
 from kaibo_core.runtime.settings import get_settings
 from kaibo_core.services.forgetting import ForgetService
 from kaibo_core.services.purging import Purger
@@ -412,19 +414,26 @@ def test_given_a_marker_forgotten_and_purged_then_no_table_or_queue_holds_any_fo
 
 
 class KilledError(Exception):
-    """The purge's process dying at a chosen DynamoDB write (raised before the write is sent)."""
+    """A chosen DynamoDB write failing (raised before the write is sent): the function answers 500."""
 
 
-def dying_client(stack: Any, write: int | None) -> tuple[Any, list[str]]:
-    """A real DynamoDB client whose ``write``-th write (from 1) dies before it is sent (None:
-    never); and the writes it sent."""
+class ProcessDiedError(BaseException):
+    """The purge's process dying at a chosen DynamoDB write: a BaseException, as nothing in a dead
+    process goes on with the next entry."""
+
+
+def dying_client(
+    stack: Any, write: int | None, death: type[BaseException] = KilledError
+) -> tuple[Any, list[str]]:
+    """A real DynamoDB client whose ``write``-th write (from 1) dies before it is sent, raising
+    ``death`` (None: never); and the writes it sent."""
     client = emulator_client("dynamodb", stack.endpoint_url)
     sent: list[str] = []
 
     def before_call(model: Any, **_: Any) -> None:
         if model.name in {"UpdateItem", "DeleteItem", "PutItem", "TransactWriteItems"}:
             if write is not None and len(sent) + 1 == write:
-                raise KilledError(f"killed before write {write} ({model.name})")
+                raise death(f"killed before write {write} ({model.name})")
             sent.append(model.name)
 
     client.meta.events.register("before-call.dynamodb.*", before_call)
@@ -432,8 +441,8 @@ def dying_client(stack: Any, write: int | None) -> tuple[Any, list[str]]:
 
 
 def purger_dying_at(stack: Any, write: int | None) -> tuple[Purger, list[str]]:
-    """A purge on a ``dying_client``, and the writes it sent."""
-    client, sent = dying_client(stack, write)
+    """A purge on a ``dying_client`` (its process dies), and the writes it sent."""
+    client, sent = dying_client(stack, write, ProcessDiedError)
     tables = stack.tables
     store = DynamoForgetStore(
         client, tables["MemoriesTable"], tables["TermIndexTable"], tables["EventsTable"]
@@ -469,7 +478,7 @@ def test_given_a_purge_killed_before_each_of_its_writes_then_the_next_run_finish
     for kill_at in range(1, len(writes) + 1):
         project, marker, receipt_id = forgotten_project(kill_at)
         dying, _ = purger_dying_at(handler_env, kill_at)
-        with pytest.raises(KilledError):
+        with pytest.raises(ProcessDiedError):
             dying.run(has_time=lambda: True)
         assert receipt(project, receipt_id).body["state"] == "tombstoned", kill_at  # not done yet
 
@@ -479,6 +488,38 @@ def test_given_a_purge_killed_before_each_of_its_writes_then_the_next_run_finish
         assert receipt(project, receipt_id).body["state"] == "purged", kill_at
         assert residue(handler_env, marker_forms(marker)) == [], kill_at
         assert ChainVerifier("chat").feed(list_events(project, "chat")[0]) is None
+
+
+def test_given_one_entry_that_keeps_failing_then_later_entries_are_purged_and_the_run_fails_after(
+    handler_env: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_purge()  # nothing else owed
+    stuck, later = new_project(), new_project()
+    for number, project in enumerate((stuck, later), start=900):
+        remember_structured(handler_env, project, "chat", f"The gate code is {word(number)} 5521.")
+    stuck_receipt = forget_now(stuck, {"stream": "chat", "reason": "r"}).body["receipt"]["id"]
+    later_receipt = forget_now(later, {"stream": "chat", "reason": "r"}).body["receipt"]["id"]
+    client, _ = dying_client(handler_env, None)
+
+    def refuse_the_stuck_project(params: dict[str, Any], **_: Any) -> None:
+        if stuck in json.dumps(params) and "TableName" in params:  # every write of the older entry
+            raise ClientError({"Error": {"Code": "ValidationException", "Message": "bad item"}}, "UpdateItem")
+
+    client.meta.events.register("provide-client-params.dynamodb.UpdateItem", refuse_the_stuck_project)
+    tables = handler_env.tables
+    store = DynamoForgetStore(
+        client, tables["MemoriesTable"], tables["TermIndexTable"], tables["EventsTable"]
+    )
+    purger = Purger(DynamoLedgerStore(client, tables["LedgerTable"]), store, lambda: datetime.now(UTC))
+
+    result = purger.run(has_time=lambda: True)
+
+    assert [type(failure) for failure in result.failures] == [ClientError]
+    assert receipt(stuck, stuck_receipt).body["state"] == "tombstoned"  # still on the work list
+    assert receipt(later, later_receipt).body["state"] == "purged"  # not held back by it
+    failing = handler_module("purge").lambda_handler
+    with pytest.raises(FunctionFailedError):  # seen: the run fails once the others are done
+        failing({}, FakeLambdaContext(), purger=purger)
 
 
 def test_given_two_concurrent_forgets_of_overlapping_sets_then_two_chained_entries_and_no_gap(

@@ -78,6 +78,8 @@ class PurgeResult:
     #: Entries left on the work list because an event they name cannot be found (none cites it,
     #: and the entry predates event locations): their payloads need an operator.
     unfinished: int = 0
+    #: What stopped an entry this run (it stays on the work list; the others went on).
+    failures: tuple[Exception, ...] = ()
 
 
 class Purger:
@@ -87,21 +89,41 @@ class Purger:
         self._clock = clock
 
     def run(self, *, has_time: Callable[[], bool], limit: int = MAX_ENTRIES_PER_RUN) -> PurgeResult:
+        """Finish the forgets that died after their entry, then purge the entries past their grace
+        window, oldest first. An entry that fails stays on the work list and the run goes on with
+        the next: one entry that keeps failing never holds back every later erasure."""
         moment = self._clock()
         now = format_instant(moment)
         applied = entries = memories = events = unfinished = 0
+        failures: list[Exception] = []
+        unapplied: set[str] = set()
+
+        def result(complete: bool) -> PurgeResult:
+            return PurgeResult(applied, entries, memories, events, complete, unfinished, tuple(failures))
+
         for entry in self._ledger.unapplied(format_instant(moment - APPLY_AFTER), limit):
             if not has_time():
-                return PurgeResult(applied, entries, memories, events, complete=False, unfinished=unfinished)
-            self.apply(entry)
+                return result(complete=False)
+            try:
+                self.apply(entry)
+            except Exception as exc:  # kept and reported by the caller; the next entry goes on
+                failures.append(exc)
+                unapplied.add(entry.id)
+                continue
             applied += 1
         for entry in self._ledger.due(now, limit):
             if not has_time():
-                return PurgeResult(applied, entries, memories, events, complete=False, unfinished=unfinished)
-            erased, payloads, done = self.purge(entry, now)
+                return result(complete=False)
+            if entry.id in unapplied:
+                continue  # its forget is finished first, by a later run
+            try:
+                erased, payloads, done = self.purge(entry, now)
+            except Exception as exc:  # as above
+                failures.append(exc)
+                continue
             memories, events = memories + erased, events + payloads
             entries, unfinished = entries + done, unfinished + (not done)
-        return PurgeResult(applied, entries, memories, events, complete=True, unfinished=unfinished)
+        return result(complete=True)
 
     def apply(self, entry: LedgerEntry) -> None:
         """Finish the tombstones of a forget that died after writing ``entry``."""
