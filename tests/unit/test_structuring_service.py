@@ -5,6 +5,7 @@ occurredAt, idempotent redelivery, forgotten events refused, explain, jobs."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -91,6 +92,26 @@ def test_given_a_remembered_event_when_structured_then_its_provisional_memory_is
     answer = kaibo.recall(PROJECT, {"question": "release target"})
     assert [item["memoryId"] for item in answer["items"]] == [structured_id]
     assert kaibo.memories.corpus[PROJECT].docs == 1  # the replaced copy left the index
+
+
+def test_given_memories_this_run_staged_then_their_side_is_not_read_back_but_a_redelivery_s_is(
+    kaibo: EmbeddedKaibo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[list[str]] = []
+    read = kaibo.memories.posted_sides
+
+    def counted(project: ProjectId, memory_ids: Iterable[str]) -> dict[str, str | None]:
+        asked.append(list(memory_ids))
+        return read(project, memory_ids)
+
+    monkeypatch.setattr(kaibo.memories, "posted_sides", counted)
+    job_id, _ = remember(kaibo, event("k1", "The release target is July 13", "2026-06-01T09:00:00Z"))
+    first = kaibo.structure(PROJECT, job_id)
+    assert asked == []  # staged by this run: it knows the side (one read per event saved)
+
+    kaibo.jobs.jobs[(PROJECT, job_id)] = replace(kaibo.jobs.jobs[(PROJECT, job_id)], status="queued")
+    kaibo.structure(PROJECT, job_id)
+    assert asked == [list(first.memory_ids)]  # another run staged them: read back
 
 
 def test_given_a_job_delivered_again_when_structured_then_nothing_is_made_or_counted_twice(

@@ -202,7 +202,9 @@ class DynamoMemoryStore:
     # -- writes ---------------------------------------------------------------------------------
 
     def index_new(self, memory: MemoryRecord) -> bool:
-        """Store ``memory`` and index its text, exactly once. False when it already existed."""
+        """Store ``memory`` and index its text, exactly once. True when this call wrote or finished
+        it on the side ``memory_side(memory)`` says; False when it already existed, or an earlier
+        attempt had begun it on the other side (finished here, on that side)."""
         if memory.content is None:
             raise ValueError("a memory without content cannot be indexed")
         side = memory_side(memory)
@@ -224,6 +226,7 @@ class DynamoMemoryStore:
         )
         if outcome == "memory_exists":
             return False
+        asked = side
         if outcome == "marker_exists":  # an earlier attempt began: finish what its marker says
             marked = self._marker(project, memory.id)
             if marked is None:
@@ -235,7 +238,7 @@ class DynamoMemoryStore:
         self._client.delete_item(
             TableName=self._index, Key=key(storage_keys.index_marker_key(project, memory.id))
         )
-        return True
+        return side == asked
 
     def _index_chunks(
         self, project: ProjectId, memory: MemoryRecord, side: str, plan: IndexPlan, start: int

@@ -14,7 +14,8 @@ concurrent duplicate job converges on the same state:
    provisional memory still being ``provisional``: a forget in between refuses it.
 4. ``unindex`` the replaced provisional memory and ``move_postings`` of the retired
    ones (to history) and of structured ones committed on the other side than they were
-   staged on (``posted_sides``): recall's default reads only the current side, so a
+   staged on (``posted_sides``, read for those another run staged: the service knows
+   where it staged its own): recall's default reads only the current side, so a
    memory there must be found there. Chunked and conditional like indexing; a retry
    completes it.
 """

@@ -21,13 +21,13 @@ Every step is idempotent: a redelivered job repeats nothing that counts twice.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final, Literal
 
 from kaibo_core.core import webhooks
 from kaibo_core.core.clock import Clock, format_instant, instant_ms, utc_now
-from kaibo_core.core.indexing import index_side
+from kaibo_core.core.indexing import index_side, memory_side
 from kaibo_core.core.models.events import EventRecord
 from kaibo_core.core.models.memories import MemoryRecord
 from kaibo_core.core.provisional import provisional_memory, provisional_memory_id
@@ -317,11 +317,15 @@ class StructuringService:
             [self._draft_memory(provisional, position, draft) for position, draft in enumerate(drafts, 1)]
         )
         staged: set[str] = set()
+        #: The side this run staged a memory's postings on (not for one an earlier run began).
+        sides: dict[str, str] = {}
         for _ in range(MAX_RESOLVE_ROUNDS):
             change = self._resolve(project, provisional, base, drafts, stats)
             for memory in change.structured:
                 if memory.id not in staged:
-                    self._memories.stage(replace(memory, status="staged", becomes=memory.status))
+                    staging = replace(memory, status="staged", becomes=memory.status)
+                    if self._memories.stage(staging) and (side := memory_side(staging)) is not None:
+                        sides[memory.id] = side
                     staged.add(memory.id)
             reported = webhooks.structured(
                 *origin, change.structured_ids, [(r.memory_id, r.status, r.by) for r in change.retire]
@@ -337,7 +341,7 @@ class StructuringService:
             if outcome == "committed":
                 self._count(change, stats)
             self._follow_postings(
-                project, provisional, [r.memory_id for r in change.retire], change.structured
+                project, provisional, [r.memory_id for r in change.retire], change.structured, sides
             )
             return change.structured_ids
         raise RuntimeError("links kept changing while structuring; the job will be retried")
@@ -429,10 +433,14 @@ class StructuringService:
         provisional: MemoryRecord,
         retired_ids: Sequence[str],
         structured: Iterable[MemoryRecord],
+        staged_sides: Mapping[str, str] | None = None,
     ) -> None:
+        """``staged_sides``: where this run staged memories (read for the others only)."""
         self._memories.unindex(provisional)
         memories = [*self._memories.get_many(project, retired_ids).values(), *structured]
-        posted = self._memories.posted_sides(project, [memory.id for memory in memories])
+        known = dict(staged_sides or {})
+        unknown = [memory.id for memory in memories if memory.id not in known]
+        posted = {**(self._memories.posted_sides(project, unknown) if unknown else {}), **known}
         for memory in memories:
             # A structured memory was staged on the side its first resolution chose, which a later
             # one (same run, or a redelivery) may have changed. Unrecorded: an item written before
