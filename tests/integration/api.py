@@ -92,3 +92,15 @@ def call(
     if response_headers.get("Content-Type", "").startswith("text/event-stream"):
         return Reply(result["statusCode"], text, response_headers)  # the event stream, as text
     return Reply(result["statusCode"], json.loads(text) if text else None, response_headers)
+
+
+def get_job(project: str, job_id: str) -> Reply:
+    """``GET /v1/jobs/{job_id}`` with a read key of ``project``."""
+    return call(
+        "memories",
+        "GET",
+        f"/v1/jobs/{job_id}",
+        resource="/v1/jobs/{job_id}",
+        path_parameters={"job_id": job_id},
+        context=project_context(project, "read"),
+    )

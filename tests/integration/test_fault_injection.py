@@ -45,12 +45,12 @@ from kaibo_local.template import create_tables, load_template
 from kaibo_local.workers import create_queues, sqs_event
 from tests.conftest import AwsStack
 from tests.fixtures.faults import Crash, Fault, FaultInjector, both, mentions, quiesce_io_pool, touches
-from tests.integration.api import ADMIN_CONTEXT, FakeLambdaContext, Reply, call, handler_module
+from tests.integration.api import ADMIN_CONTEXT, FakeLambdaContext, Reply, call, get_job, handler_module
 from tests.integration.test_forget_api import SCHEDULED_EVENT, forget, forget_now, ledger, receipt
 from tests.integration.test_keys_and_authorizer import add_key, authorize, create_project
 from tests.integration.test_recall_api import get_memory, recall
 from tests.integration.test_remember_api import events, message, new_project, remember
-from tests.integration.test_structuring_api import get_job, run_structure, take_job_messages
+from tests.integration.test_structuring_api import run_structure, take_job_messages
 from tests.integration.test_webhooks_api import Receiver, drain, hooks, pump, subscribe
 
 #: One job of two events; the second retires the first's memory (a link, so a commit with a retire).

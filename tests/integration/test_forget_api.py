@@ -27,11 +27,11 @@ from kaibo_core.runtime.settings import get_settings
 from kaibo_core.services.forgetting import ForgetService
 from kaibo_core.services.purging import Purger
 from tests.conftest import emulator_client
-from tests.integration.api import FakeLambdaContext, Reply, call, handler_module, project_context
+from tests.integration.api import FakeLambdaContext, Reply, call, get_job, handler_module, project_context
 from tests.integration.iam_calls import checked_invocation
 from tests.integration.test_recall_api import get_memory, recall
 from tests.integration.test_remember_api import events, message, new_project, remember
-from tests.integration.test_structuring_api import explain, get_job, run_structure, take_job_messages
+from tests.integration.test_structuring_api import explain, run_structure, take_job_messages
 
 
 def forget(project: str, body: dict[str, Any], scopes: str = "forget read") -> Reply:

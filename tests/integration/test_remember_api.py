@@ -9,7 +9,7 @@ import pytest
 
 from kaibo_core.core import chain
 from kaibo_core.core.limits import MAX_EVENTS_PER_BATCH
-from tests.integration.api import Reply, call, project_context
+from tests.integration.api import Reply, call, get_job, project_context
 
 
 def new_project() -> str:
@@ -253,14 +253,7 @@ def test_given_wait_when_structuring_does_not_finish_in_time_then_202_with_the_j
     assert reply.body["jobId"]
     assert reply.body["memories"][0]["status"] == "provisional"
     job_id = reply.body["jobId"]
-    job = call(
-        "memories",
-        "GET",
-        f"/v1/jobs/{job_id}",
-        resource="/v1/jobs/{job_id}",
-        path_parameters={"job_id": job_id},
-        context=project_context(project, "read"),
-    )
+    job = get_job(project, job_id)
     assert job.body["status"] == "queued"  # the job to poll, not finished
 
 

@@ -30,7 +30,7 @@ from kaibo_core.services.remember import RememberService
 from kaibo_core.services.structuring import StructuringService
 from kaibo_local.workers import sqs_event
 from tests.fixtures.scripted_structurer import ScriptedStructurer
-from tests.integration.api import FakeLambdaContext, Reply, call, handler_module, project_context
+from tests.integration.api import FakeLambdaContext, Reply, call, get_job, handler_module, project_context
 from tests.integration.iam_calls import checked_invocation
 from tests.integration.test_recall_api import get_memory
 from tests.integration.test_remember_api import message, new_project, remember
@@ -86,17 +86,6 @@ def run_structure(
     if not iam_checked:
         return handler(event, FakeLambdaContext(), service=service)
     return checked_invocation("structure", handler, event, FakeLambdaContext(), service=service)
-
-
-def get_job(project: str, job_id: str) -> Reply:
-    return call(
-        "memories",
-        "GET",
-        f"/v1/jobs/{job_id}",
-        resource="/v1/jobs/{job_id}",
-        path_parameters={"job_id": job_id},
-        context=project_context(project, "read"),
-    )
 
 
 def explain(project: str, memory_id: str) -> Reply:
