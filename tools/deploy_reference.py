@@ -76,14 +76,26 @@ def _permissions(properties: Mapping[str, Any]) -> str:
         if not isinstance(policy, dict):
             grants.append(f"`{policy}`")
             continue
-        for statement in policy.get("Statement", []):
+        for listed in policy.get("Statement", []):
+            statement, only_if = listed, ""
+            if isinstance(listed, dict) and "Fn::If" in listed:  # granted under a condition
+                condition, statement, _ = listed["Fn::If"]
+                only_if = f" ({condition})"
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
             targets = (
                 statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
             )
             names = ", ".join(dict.fromkeys(_name(t) for t in targets))
-            grants.append(f"{', '.join(f'`{a}`' for a in actions)} on {names}")
+            when = f" when {_condition(statement['Condition'])}" if "Condition" in statement else ""
+            grants.append(f"{', '.join(f'`{a}`' for a in actions)} on {names}{when}{only_if}")
     return "; ".join(grants) or "—"
+
+
+def _condition(condition: Mapping[str, Any]) -> str:
+    """A statement's IAM condition: ``{StringEquals: {key: value}}`` as "`key` = value"."""
+    return " and ".join(
+        f"`{key}` = {_name(value)}" for keys in condition.values() for key, value in keys.items()
+    )
 
 
 def functions_block(template: Mapping[str, Any]) -> str:
@@ -130,7 +142,8 @@ def alarms_block(template: Mapping[str, Any]) -> str:
     lines = []
     for logical_id, resource in _resources(template, "AWS::CloudWatch::Alarm"):
         description = " ".join(str(resource["Properties"].get("AlarmDescription", "")).split())
-        lines.append(f"- `{logical_id}`: {description}")
+        only_if = f" (only with {resource['Condition']})" if "Condition" in resource else ""
+        lines.append(f"- `{logical_id}`{only_if}: {description}")
     return "\n".join(lines) + "\n"
 
 

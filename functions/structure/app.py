@@ -78,6 +78,8 @@ def structure_record(
     metrics.add_metric("EventsStructured", MetricUnit.Count, stats.events)
     metrics.add_metric("MemoriesStructured", MetricUnit.Count, stats.memories)
     metrics.add_metric("MemoriesSuperseded", MetricUnit.Count, stats.superseded + stats.canceled)
+    # Events the Bedrock model failed on and the rules structured instead (StructurerFallbacksAlarm).
+    metrics.add_metric("StructurerFallbacks", MetricUnit.Count, stats.fallbacks)
     # Numbers and ids only: event text never reaches the logs.
     logger.info("structured", extra={"projectId": project, "jobId": job_id, **stats.counts()})
 

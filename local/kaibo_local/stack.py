@@ -332,7 +332,7 @@ def start_stack(
             os.environ[name] = os.environ.get("KAIBO_LOG_LEVEL", "WARNING")
         manifest = aws.development_project(store)
 
-        queue_triggers, schedule_triggers = triggers(template, specs)
+        queue_triggers, schedule_triggers = triggers(template, specs, _parameters(aws.admin_hash))
         containers = ContainerPool(specs, count)
         pools.append(containers)
         started.append(containers)

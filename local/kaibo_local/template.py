@@ -448,6 +448,52 @@ def parameter_values(template: Mapping[str, Any], given: Mapping[str, str] | Non
     return values
 
 
+def condition_holds(template: Mapping[str, Any], name: str, parameters: Mapping[str, str]) -> bool:
+    """Whether the template's condition ``name`` holds for ``parameters`` (``parameter_values``):
+    ``Fn::Equals`` of parameters and literals, ``Fn::Not``, ``Fn::And``, ``Fn::Or``, ``Condition``."""
+    conditions = template.get("Conditions") or {}
+    if name not in conditions:
+        raise TemplateError(f"no condition {name!r} in the template")
+    return _holds(conditions[name], template, parameters, f"condition {name}")
+
+
+def _holds(value: Any, template: Mapping[str, Any], parameters: Mapping[str, str], where: str) -> bool:
+    if not is_intrinsic(value):
+        raise TemplateError(f"{where}: {value!r} is not a condition function")
+    ((key, argument),) = value.items()
+    if key == "Condition":
+        return condition_holds(template, str(argument), parameters)
+    if key == "Fn::Equals":
+        left, right = (_condition_operand(v, parameters, where) for v in argument)
+        return left == right
+    if key == "Fn::Not":
+        (inner,) = argument
+        return not _holds(inner, template, parameters, where)
+    if key in ("Fn::And", "Fn::Or"):
+        results = [_holds(inner, template, parameters, where) for inner in argument]
+        return all(results) if key == "Fn::And" else any(results)
+    raise TemplateError(f"{where}: {key} is not evaluated locally")
+
+
+def _condition_operand(value: Any, parameters: Mapping[str, str], where: str) -> str:
+    if isinstance(value, Mapping) and set(value) == {"Ref"}:
+        name = str(value["Ref"])
+        if name not in parameters:
+            raise UnresolvedReferenceError(f"{where}: nothing provides the value of Ref {name!r}")
+        return parameters[name]
+    return _scalar_text(value)
+
+
+def chosen(value: Any, template: Mapping[str, Any], parameters: Mapping[str, str]) -> Any:
+    """``value``, or the branch its ``Fn::If`` takes for ``parameters`` (a setting that depends on a
+    condition, such as a batch size)."""
+    if isinstance(value, Mapping) and set(value) == {"Fn::If"}:
+        name, when, otherwise = value["Fn::If"]
+        branch = when if condition_holds(template, str(name), parameters) else otherwise
+        return chosen(branch, template, parameters)
+    return value
+
+
 def _scalar_text(value: Any) -> str:
     """An environment variable's text, as CloudFormation writes literal values."""
     if isinstance(value, bool):

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import Any, Self
 
 from kaibo_local.gateway import ACCOUNT, REGION, Handler, LambdaContext
-from kaibo_local.template import FunctionSpec, resources_of_type
+from kaibo_local.template import FunctionSpec, chosen, parameter_values, resources_of_type
 
 log = logging.getLogger("kaibo_local.workers")
 
@@ -138,9 +138,11 @@ class ScheduleTrigger:
 
 
 def triggers(
-    template: Mapping[str, Any], specs: Iterable[FunctionSpec]
+    template: Mapping[str, Any], specs: Iterable[FunctionSpec], parameters: Mapping[str, str] | None = None
 ) -> tuple[list[QueueTrigger], list[ScheduleTrigger]]:
-    """The enabled SQS and Schedule/ScheduleV2 events of ``specs``' functions."""
+    """The enabled SQS and Schedule/ScheduleV2 events of ``specs``' functions; a setting chosen by a
+    condition (``!If``) takes the branch ``parameters`` choose (template defaults for the others)."""
+    values = parameter_values(template, parameters)
     queue_triggers: list[QueueTrigger] = []
     schedule_triggers: list[ScheduleTrigger] = []
     for spec in specs:
@@ -159,7 +161,7 @@ def triggers(
                     QueueTrigger(
                         spec.logical_id,
                         queue,
-                        int(props.get("BatchSize", 10)),
+                        int(chosen(props.get("BatchSize", 10), template, values)),
                         "ReportBatchItemFailures" in (props.get("FunctionResponseTypes") or []),
                     )
                 )

@@ -22,3 +22,10 @@ def test_given_a_changed_template_then_the_rendered_doc_changes() -> None:
     assert "| RememberFunction | `POST /v1/remember` | 1769 (SemanticOn), else 512 | 7 |" in render(
         doc, template
     )
+
+
+def test_given_a_grant_or_an_alarm_under_a_condition_then_the_doc_names_the_condition() -> None:
+    rendered = render(DEPLOY_DOC.read_text(encoding="utf-8"), load_template())
+    assert "- `StructurerFallbacksAlarm` (only with BedrockStructurer): " in rendered
+    profile = "arn:*:bedrock:*:*:inference-profile/${BedrockModelId}"
+    assert f"when `bedrock:InferenceProfileArn` = {profile} (BedrockStructurer)" in rendered

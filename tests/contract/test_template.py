@@ -9,6 +9,7 @@ privilege), the tables' durability settings, and the gateway responses' error sh
 from __future__ import annotations
 
 import importlib.metadata
+import inspect
 import json
 import os
 import re
@@ -31,6 +32,7 @@ from kaibo_local.template import (
     resources_of_type,
     table_specs,
 )
+from kaibo_local.workers import triggers
 
 TEMPLATE_PATH = REPO_ROOT / "template.yaml"
 TOOL_TIMEOUT_SECONDS = 180
@@ -111,7 +113,6 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
         ("dynamodb:GetItem", "LedgerTable"),
         ("dynamodb:PutItem", "LedgerTable"),
         ("dynamodb:UpdateItem", "LedgerTable"),
-        ("dynamodb:ConditionCheckItem", "LedgerTable"),
         # webhook events in the outbox, in the same transaction, then queued for fan-out
         ("dynamodb:GetItem", "WebhooksTable"),
         ("dynamodb:PutItem", "WebhooksTable"),
@@ -132,7 +133,18 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
         ("dynamodb:DeleteItem", "TermIndexTable"),
         ("dynamodb:UpdateItem", "JobsTable"),
         ("dynamodb:GetItem", "ProjectsTable"),
-        ("bedrock:InvokeModel", "foundation-model/${BedrockModelId}"),
+        # Only with Structurer=bedrock: the model of this region, or an inference profile and the
+        # models it routes to (any region, only through that profile; a global one's have no region).
+        ("bedrock:InvokeModel", "foundation-model/${BedrockModelId} if BedrockStructurer"),
+        ("bedrock:InvokeModel", "inference-profile/${BedrockModelId} if BedrockStructurer"),
+        (
+            "bedrock:InvokeModel",
+            "any region: foundation-model/* via inference-profile/${BedrockModelId} if BedrockStructurer",
+        ),
+        (
+            "bedrock:InvokeModel",
+            "no region: foundation-model/* via inference-profile/${BedrockModelId} if BedrockStructurer",
+        ),
         # webhook events in the outbox, in the same transaction, then queued for fan-out
         ("dynamodb:GetItem", "WebhooksTable"),
         ("dynamodb:PutItem", "WebhooksTable"),
@@ -235,20 +247,33 @@ def function_ids(template: Mapping[str, Any]) -> list[str]:
     return [logical_id for logical_id, _ in resources_of_type(template, "AWS::Serverless::Function")]
 
 
+#: A Bedrock ARN of the template: its region (this one, any, or none), its account (none for a
+#: foundation model), and the model or profile (a parameter, or any).
+_BEDROCK_ARN = re.compile(
+    r"arn:\$\{AWS::Partition\}:bedrock:(?P<region>\$\{AWS::Region\}|\*|):(?P<account>\$\{AWS::AccountId\})?:"
+    r"(?P<resource>(?:foundation-model|inference-profile)/(?:\$\{\w+\}|\*))"
+)
+_BEDROCK_REGIONS = {"${AWS::Region}": "", "*": "any region: ", "": "no region: "}
+
+
 def resource_name(resource: Any) -> str:
-    """``!GetAtt T.Arn`` → "T"; ``!Sub "${T.Arn}/index/I"`` → "T/index/I"; the one Bedrock model
-    ARN → "foundation-model/${Param}"; anything else fails."""
+    """``!GetAtt T.Arn`` → "T"; ``!Sub "${T.Arn}/index/I"`` → "T/index/I"; a Bedrock ARN →
+    "foundation-model/${Param}" in this region (or "any region: …", "no region: …"); anything else
+    fails."""
     if isinstance(resource, dict) and "Fn::GetAtt" in resource:
         table, attribute = resource["Fn::GetAtt"]
         assert attribute == "Arn", resource
         return str(table)
     if isinstance(resource, dict) and isinstance(resource.get("Fn::Sub"), str):
-        model = re.fullmatch(
-            r"arn:\$\{AWS::Partition\}:bedrock:\$\{AWS::Region\}::(foundation-model/\$\{\w+\})",
-            resource["Fn::Sub"],
-        )
-        if model:
-            return model.group(1)
+        bedrock = _BEDROCK_ARN.fullmatch(resource["Fn::Sub"])
+        if bedrock:
+            # A profile is this account's, in this region; a foundation model belongs to no account.
+            if bedrock["resource"].startswith("inference-profile/"):
+                assert bedrock["region"] == "${AWS::Region}", resource
+                assert bedrock["account"], resource
+            else:
+                assert not bedrock["account"], resource
+            return _BEDROCK_REGIONS[bedrock["region"]] + bedrock["resource"]
         match = re.fullmatch(r"\$\{(\w+)\.Arn\}(/index/\w+)", resource["Fn::Sub"])
         assert match, f"unexpected resource {resource}"
         return match.group(1) + match.group(2)
@@ -263,9 +288,16 @@ def permissions(template: Mapping[str, Any], function: str) -> set[tuple[str, st
             f"{function}: {policy!r} is a managed/SAM policy, not a statement list"
         )
         assert set(policy) == {"Statement"}, f"{function}: {sorted(policy)} (only inline Statement lists)"
-        for statement in policy["Statement"]:
+        for listed in policy["Statement"]:
+            # A statement granted only under a template condition: "… if Condition".
+            statement, only_if = listed, ""
+            if set(listed) == {"Fn::If"}:
+                condition, statement, otherwise = listed["Fn::If"]
+                assert otherwise == {"Ref": "AWS::NoValue"}, f"{function}: two grants in one !If"
+                only_if = f" if {condition}"
             assert statement["Effect"] == "Allow"
-            assert set(statement) <= {"Effect", "Action", "Resource"}, statement
+            assert set(statement) <= {"Effect", "Action", "Resource", "Condition"}, statement
+            only_via = via_profile(statement["Condition"]) if "Condition" in statement else ""
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
             resources = (
                 statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
@@ -273,8 +305,19 @@ def permissions(template: Mapping[str, Any], function: str) -> set[tuple[str, st
             for action in actions:
                 assert "*" not in action, f"{function}: wildcard action {action}"
                 for resource in resources:
-                    pairs.add((action, resource_name(resource)))
+                    pairs.add((action, resource_name(resource) + only_via + only_if))
     return pairs
+
+
+def via_profile(condition: Any) -> str:
+    """The one condition a grant may carry: the call comes through one inference profile
+    (``bedrock:InferenceProfileArn``) → " via inference-profile/${Param}"."""
+    ((operator, keys),) = condition.items()
+    ((key, value),) = keys.items()
+    assert (operator, key) == ("StringEquals", "bedrock:InferenceProfileArn"), condition
+    name = resource_name(value)
+    assert name.startswith("inference-profile/"), condition
+    return f" via {name}"
 
 
 def tool_env() -> dict[str, str]:
@@ -503,7 +546,9 @@ def test_given_a_structuring_backlog_then_it_cannot_take_the_accounts_whole_conc
         ("StructuringDeadLetterAlarm", "ApproximateNumberOfMessagesVisible"),
         ("StructuringBacklogAlarm", "ApproximateAgeOfOldestMessage"),
         ("Api5xxAlarm", "5XXError"),
-        ("LambdaThrottlesAlarm", "Throttles"),
+        ("ApiThrottlesAlarm", "Throttles"),
+        ("BackgroundThrottlesAlarm", "Throttles"),
+        ("StructurerFallbacksAlarm", "StructurerFallbacks"),
         ("PurgeErrorsAlarm", "Errors"),
         ("SweeperErrorsAlarm", "Errors"),
         ("WebhookDispatchErrorsAlarm", "Errors"),
@@ -527,6 +572,86 @@ def test_given_the_failures_an_operator_must_see_then_each_has_an_alarm(
     if alarm.endswith("ErrorsAlarm"):  # one function's errors, not the account's
         function = alarm.removesuffix("ErrorsAlarm") + "Function"
         assert props["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": function}}]
+
+
+def alarm_metrics(props: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The metrics a metric-math alarm reads (``MetricStat.Metric`` of each entry)."""
+    return [m["MetricStat"]["Metric"] for m in props.get("Metrics", []) if "MetricStat" in m]
+
+
+def test_given_the_bedrock_structurer_then_its_fallbacks_alarm_exists_only_with_it(
+    template: dict[str, Any],
+) -> None:
+    from kaibo_core.runtime.observability import metrics
+
+    assert template["Conditions"]["BedrockStructurer"] == {"Fn::Equals": [{"Ref": "Structurer"}, "bedrock"]}
+    alarms = dict(resources_of_type(template, "AWS::CloudWatch::Alarm"))
+    conditional = {name: alarm["Condition"] for name, alarm in alarms.items() if "Condition" in alarm}
+    assert conditional == {"StructurerFallbacksAlarm": "BedrockStructurer"}
+    props = alarms["StructurerFallbacksAlarm"]["Properties"]
+    # The share of structured events the rules answered, over the function's own metrics.
+    (rate,) = [m for m in props["Metrics"] if m.get("ReturnData")]
+    assert rate["Expression"] == "IF(events > 0, 100 * fallbacks / events, 0)"
+    read = {m["Id"]: m["MetricStat"]["Metric"] for m in props["Metrics"] if "MetricStat" in m}
+    assert {i: m["MetricName"] for i, m in read.items()} == {
+        "fallbacks": "StructurerFallbacks",
+        "events": "EventsStructured",
+    }
+    structure_source = (REPO_ROOT / "functions" / "structure" / "app.py").read_text(encoding="utf-8")
+    for metric in read.values():
+        assert metric["Namespace"] == metrics.namespace
+        assert metric["Dimensions"] == [{"Name": "service", "Value": metrics.service}]
+        assert f'metrics.add_metric("{metric["MetricName"]}"' in structure_source
+
+
+#: Throttles are by design for these: the purge runs one at a time, a run over its schedule's interval
+#: throttles the next.
+THROTTLED_BY_DESIGN = {"PurgeFunction"}
+
+
+def test_given_throttles_then_the_alarms_watch_this_stack_s_functions_not_the_account(
+    template: dict[str, Any],
+) -> None:
+    watched: list[str] = []
+    for name, alarm in resources_of_type(template, "AWS::CloudWatch::Alarm"):
+        props = alarm["Properties"]
+        throttles = [m for m in [props, *alarm_metrics(props)] if m.get("MetricName") == "Throttles"]
+        assert len(alarm_metrics(props)) <= 10, f"{name}: an alarm's metric math reads at most 10 metrics"
+        for metric in throttles:
+            (dimension,) = metric["Dimensions"]
+            assert dimension["Name"] == "FunctionName", name
+            watched.append(dimension["Value"]["Ref"])
+    assert sorted(watched) == sorted(set(function_ids(template)) - THROTTLED_BY_DESIGN)
+
+
+def test_given_the_bedrock_structurer_then_one_job_a_batch_so_one_slow_event_fits_the_timeout(
+    template: dict[str, Any],
+) -> None:
+    from kaibo_core.adapters import bedrock_structurer
+    from kaibo_core.adapters.bedrock_structurer import BedrockStructurer
+
+    structure = template["Resources"]["StructureFunction"]["Properties"]
+    batch = structure["Events"]["StructuringJobs"]["Properties"]["BatchSize"]
+    assert batch == {"Fn::If": ["BedrockStructurer", 1, 5]}
+    by_structurer = {
+        structurer: next(
+            t.batch_size
+            for t in triggers(template, function_specs(template), {"Structurer": structurer})[0]
+            if t.function == "StructureFunction"
+        )
+        for structurer in ("rules", "bedrock")
+    }
+    assert by_structurer == {"rules": 5, "bedrock": 1}
+    # The longest an event can take before the rules answer it: every attempt connecting and reading
+    # to the client's timeouts, plus the back-off between attempts. With one such event from each
+    # job of a batch, the batch must still finish, so that each invocation structures something.
+    config: Any = bedrock_structurer._BEDROCK_CONFIG  # botocore's Config declares its options untyped
+    defaults = inspect.signature(BedrockStructurer).parameters
+    attempts, delay = defaults["max_attempts"].default, defaults["retry_delay"].default
+    slowest_event = attempts * (config.connect_timeout + config.read_timeout) + delay * 1.5 * sum(
+        range(1, attempts)
+    )
+    assert by_structurer["bedrock"] * slowest_event <= structure["Timeout"]
 
 
 SCHEDULED_FUNCTIONS = ("PurgeFunction", "SweeperFunction", "WebhookDispatchFunction")

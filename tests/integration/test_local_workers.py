@@ -227,6 +227,25 @@ def test_given_disabled_events_and_no_failure_reporting_then_triggers_reflect_th
     assert schedule_triggers == []
 
 
+@pytest.mark.parametrize(("structurer", "batch_size"), [(None, 5), ("rules", 5), ("bedrock", 1)])
+def test_given_a_batch_size_chosen_by_a_condition_then_the_trigger_takes_the_parameters_branch(
+    structurer: str | None, batch_size: int
+) -> None:
+    template = synthetic_template()
+    template["Parameters"] = {"Structurer": {"Type": "String", "Default": "rules"}}
+    template["Conditions"] = {
+        "BedrockStructurer": {"Fn::Equals": [{"Ref": "Structurer"}, "bedrock"]},
+        "NotBedrock": {"Fn::Not": [{"Condition": "BedrockStructurer"}]},
+    }
+    work = template["Resources"]["WorkerFunction"]["Properties"]["Events"]["Work"]["Properties"]
+    work["BatchSize"] = {"Fn::If": ["NotBedrock", 5, 1]}
+    given = {} if structurer is None else {"Structurer": structurer}
+
+    queue_triggers, _ = triggers(template, function_specs(template), given)
+
+    assert [t.batch_size for t in queue_triggers] == [batch_size]
+
+
 def test_given_the_real_template_then_its_queues_and_schedules_are_the_triggers() -> None:
     from kaibo_local.template import load_template
 

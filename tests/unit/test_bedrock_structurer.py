@@ -12,6 +12,7 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from kaibo_core.adapters.bedrock_structurer import BedrockStructurer
+from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.structuring.drafts import (
     MAX_DRAFTS_PER_EVENT,
     MAX_LINKS_PER_EVENT,
@@ -28,6 +29,7 @@ from kaibo_core.core.structuring.model_output import (
     accepted_drafts,
     build_user_message,
 )
+from kaibo_core.runtime.embedded import EmbeddedKaibo
 
 MODEL_ID = "anthropic.claude-3-5-haiku-20241022-v1:0"
 OCCURRED_AT = "2026-06-02T09:30:00.000Z"
@@ -470,3 +472,32 @@ def test_given_a_read_timeout_then_it_retries(fallback: FakeFallback) -> None:
 
     assert len(structurer.structure(event(), Search())) == 1
     assert (flaky.calls, fallback.calls) == (2, [])
+
+
+def test_given_the_model_refuses_one_event_of_a_job_then_the_job_s_stats_count_one_fallback(
+    stubber: Stubber, client: Any, fallback: FakeFallback
+) -> None:
+    # Given a job of two events, the model refusing the first and answering the second
+    kaibo = EmbeddedKaibo(BedrockStructurer(client, MODEL_ID, fallback, sleep=lambda _: None))
+    stubber.add_client_error("converse", service_error_code="AccessDeniedException", http_status_code=403)
+    stubber.add_response("converse", tool_response({"drafts": [draft()]}))
+    outcome = kaibo.remember(
+        ProjectId("prj_fallbacks"),
+        {
+            "stream": "chat-1",
+            "events": [
+                {"idempotencyKey": key, "kind": "message", "payload": {"role": "user", "text": text}}
+                for key, text in (("k1", "Move the release to July 17"), ("k2", "Ann owns the checklist"))
+            ],
+        },
+    )
+    assert outcome.job_id is not None
+
+    # When the job is structured
+    stats = kaibo.structure(ProjectId("prj_fallbacks"), outcome.job_id)
+
+    # Then the rules answered the first event, and the job's figures say so (the structure function
+    # publishes them as the StructurerFallbacks metric)
+    assert (stats.events, stats.fallbacks) == (2, 1)
+    assert stats.counts()["fallbacks"] == 1
+    assert len(fallback.calls) == 1

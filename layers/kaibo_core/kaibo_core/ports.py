@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -236,6 +236,15 @@ class Structurer(Protocol):
     def name(self) -> str: ...
 
     def structure(self, event: EventToStructure, search: CandidateSearch) -> list[MemoryDraft]: ...
+
+
+@runtime_checkable
+class FallingBackStructurer(Structurer, Protocol):
+    """A structurer that answers with another one when it cannot answer itself (a model that
+    failed, answered by the rules): ``fallbacks`` counts those events so far."""
+
+    @property
+    def fallbacks(self) -> int: ...
 
 
 # --- Projects and keys ------------------------------------------------------------------------------

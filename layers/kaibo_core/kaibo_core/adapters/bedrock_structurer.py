@@ -108,6 +108,11 @@ class BedrockStructurer:
     def name(self) -> str:
         return "bedrock"
 
+    @property
+    def fallbacks(self) -> int:
+        """Events the fallback structurer answered so far (``FallingBackStructurer``)."""
+        return self.stats.fallbacks
+
     def structure(self, event: EventToStructure, search: CandidateSearch) -> list[MemoryDraft]:
         self.stats.events += 1
         candidates = list(search(event.text.strip()[:MAX_QUERY_CHARS]))[: self._candidates_per_event]

@@ -50,7 +50,14 @@ from kaibo_core.core.structuring.plan import (
     structured_memory_id,
 )
 from kaibo_core.core.text import query_terms
-from kaibo_core.ports import EventSource, JobStore, Structurer, StructuringStore, TermIndex
+from kaibo_core.ports import (
+    EventSource,
+    FallingBackStructurer,
+    JobStore,
+    Structurer,
+    StructuringStore,
+    TermIndex,
+)
 
 if TYPE_CHECKING:
     from kaibo_core.services.semantic import SemanticChannel
@@ -81,6 +88,7 @@ class StructuringStats:
     conflicts: int = 0
     replays: int = 0
     links_dropped: int = 0
+    fallbacks: int = 0  # events the structurer's fallback (the rules) answered: a model that failed
     memory_ids: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
@@ -95,6 +103,7 @@ class StructuringStats:
             "conflicts": self.conflicts,
             "replays": self.replays,
             "linksDropped": self.links_dropped,
+            "fallbacks": self.fallbacks,
         }
 
     def add(self, other: StructuringStats) -> None:
@@ -109,6 +118,7 @@ class StructuringStats:
             "conflicts",
             "replays",
             "links_dropped",
+            "fallbacks",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.memory_ids.extend(other.memory_ids)
@@ -263,7 +273,9 @@ class StructuringService:
         if provisional.status != "provisional" or provisional.content is None:
             stats.refused += 1
             return []
+        fallbacks_before = _fallbacks(self._structurer)
         drafts = self._plan(project, event, provisional)
+        stats.fallbacks += _fallbacks(self._structurer) - fallbacks_before
         if drafts is None:
             stats.refused += 1
             return []
@@ -468,6 +480,11 @@ class StructuringService:
 
     def _now(self) -> str:
         return format_instant(self._clock())
+
+
+def _fallbacks(structurer: Structurer) -> int:
+    """How many events ``structurer`` has answered with its fallback so far (0 if it has none)."""
+    return structurer.fallbacks if isinstance(structurer, FallingBackStructurer) else 0
 
 
 def _whole_text_draft(event: EventToStructure) -> MemoryDraft:

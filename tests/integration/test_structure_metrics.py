@@ -1,0 +1,111 @@
+"""The structure function's metrics (CloudWatch embedded metric format on stdout): a Bedrock model
+that fails is seen as StructurerFallbacks, which StructurerFallbacksAlarm watches."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from kaibo_core.adapters.bedrock_structurer import BedrockStructurer
+from kaibo_core.core.structuring.rules import RuleStructurer
+from kaibo_core.runtime import wiring
+from kaibo_local.workers import sqs_event
+from tests.integration.api import FakeLambdaContext, handler_module
+from tests.integration.iam_calls import checked_invocation
+from tests.integration.test_remember_api import message, new_project, remember
+from tests.integration.test_structuring_api import take_job_messages
+
+QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:q"
+
+
+def published_metrics(stdout: str) -> dict[str, list[float]]:
+    """Each metric's values in the EMF documents a handler printed (one JSON document a line)."""
+    values: dict[str, list[float]] = {}
+    for line in stdout.splitlines():
+        if not line.startswith("{") or '"_aws"' not in line:
+            continue
+        document = json.loads(line)
+        for directive in document["_aws"]["CloudWatchMetrics"]:
+            assert directive["Namespace"] == "Kaibo"
+            for metric in directive["Metrics"]:
+                value = document[metric["Name"]]
+                values.setdefault(metric["Name"], []).extend(value if isinstance(value, list) else [value])
+    return values
+
+
+def structure_with_model(handler_env: Any, job_ids: set[str], client: Any) -> dict[str, Any]:
+    messages = take_job_messages(handler_env, job_ids)
+    structurer = BedrockStructurer(client, "anthropic.claude-3-haiku-20240307-v1:0", RuleStructurer())
+    service = wiring.build_structuring_service(structurer)
+    handler = handler_module("structure").lambda_handler
+    result: dict[str, Any] = checked_invocation(
+        "structure", handler, sqs_event(messages, QUEUE_ARN), FakeLambdaContext(), service=service
+    )
+    return result
+
+
+def test_given_a_model_that_refuses_every_call_then_each_event_is_published_as_a_fallback(
+    handler_env: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a job of three events and a model the function's role may not call
+    project = new_project()
+    events = [message(f"k{i}", text) for i, text in enumerate(("Ship it", "Ann owns it", "Bob reviews"))]
+    reply = remember(project, {"stream": "s", "events": events})
+    assert reply.status == 202, reply.body
+    client = boto3.client(
+        "bedrock-runtime", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    capsys.readouterr()
+
+    # When the structure function structures it
+    with Stubber(client) as stubber:
+        for _ in events:
+            stubber.add_client_error(
+                "converse", service_error_code="AccessDeniedException", http_status_code=403
+            )
+        result = structure_with_model(handler_env, {reply.body["jobId"]}, client)
+        stubber.assert_no_pending_responses()
+
+    # Then the rules structured every event (the job succeeded) and the metric counts all three
+    assert result["batchItemFailures"] == []
+    published = published_metrics(capsys.readouterr().out)
+    assert published["StructurerFallbacks"] == [3]
+    assert published["EventsStructured"] == [3]
+
+
+def test_given_a_model_that_answers_then_no_fallback_is_published(
+    handler_env: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = new_project()
+    reply = remember(project, {"stream": "s", "events": [message("k1", "Ship it")]})
+    client = boto3.client(
+        "bedrock-runtime", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    answer = {"drafts": [{"type": "decision", "content": "Ship it", "confidence": 0.9}]}
+    capsys.readouterr()
+
+    with Stubber(client) as stubber:
+        stubber.add_response(
+            "converse",
+            {
+                "output": {
+                    "message": {
+                        "role": "assistant",
+                        "content": [
+                            {"toolUse": {"toolUseId": "t1", "name": "record_memories", "input": answer}}
+                        ],
+                    }
+                },
+                "stopReason": "tool_use",
+                "usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15},
+                "metrics": {"latencyMs": 5},
+            },
+        )
+        result = structure_with_model(handler_env, {reply.body["jobId"]}, client)
+
+    assert result["batchItemFailures"] == []
+    assert published_metrics(capsys.readouterr().out)["StructurerFallbacks"] == [0]
