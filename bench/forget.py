@@ -124,8 +124,10 @@ class Bench:
         self.store = DynamoForgetStore(self.client, t["MemoriesTable"], t["TermIndexTable"], t["EventsTable"])
         self.ledger = DynamoLedgerStore(self.client, t["LedgerTable"])
         events = DynamoEventStore(self.client, t["EventsTable"], t["IdempotencyTable"])
-        self.forget = ForgetService(self.store, events, self.ledger, timedelta(0), _a_second_ago)
         self.purger = Purger(self.ledger, self.store, lambda: datetime.now(UTC))
+        self.forget = ForgetService(
+            self.store, events, self.ledger, timedelta(0), _a_second_ago, finish=self.purger.apply
+        )
         self.recall = RecallService(DynamoTermIndex(self.client, t["TermIndexTable"]), self.store)
         self.rng = random.Random(8)
 

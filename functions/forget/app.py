@@ -43,12 +43,13 @@ def forget(request: Annotated[ForgetRequest, Body()]) -> ForgetResponse:
         "forget",
         extra={
             "dryRun": outcome.dry_run,
-            "memories": len(outcome.found.members),
-            "events": len(outcome.found.event_ids),
+            "memories": len(outcome.memories),
+            "events": len(outcome.event_ids),
             "receiptId": outcome.receipt.id if outcome.receipt else None,
+            "replayed": outcome.replayed,
         },
     )
-    forgotten = 0 if outcome.receipt is None else len(outcome.found.members)
+    forgotten = 0 if outcome.receipt is None or outcome.replayed else len(outcome.memories)
     metrics.add_metric("MemoriesForgotten", MetricUnit.Count, forgotten)
     # A dry run shows the memories' text only to a key that may read it anyway.
     return mapping.forget_response(outcome, may_read="read" in caller.scopes)

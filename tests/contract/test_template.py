@@ -110,6 +110,7 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
         ("dynamodb:UpdateItem", "TermIndexTable"),
         ("dynamodb:DeleteItem", "TermIndexTable"),
         ("dynamodb:Query", "EventsTable"),
+        ("dynamodb:GetItem", "EventsTable"),  # a keyed retry finishing a dead forget's placeholders
         ("dynamodb:GetItem", "LedgerTable"),
         ("dynamodb:PutItem", "LedgerTable"),
         ("dynamodb:UpdateItem", "LedgerTable"),

@@ -13,6 +13,7 @@ run reaches: every item of every table, ids and timestamps aside (``state``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -236,6 +237,9 @@ VOLATILE = frozenset(
         "pendingSk",
         "secrets",
         "claimedBy",
+        "requestDigest",
+        "reasonSalt",
+        "writtenAt",
     }
 )
 
@@ -265,7 +269,7 @@ def _labels(project: str, raw: dict[str, list[dict[str, Any]]]) -> dict[str, str
 #: DynamoDB's type tags: a value's name is the attribute's that holds it.
 _TAGS = frozenset({"S", "N", "L", "M", "SS", "NS", "BOOL", "NULL"})
 #: Lists stored sorted by id (a ledger entry's, an outbox event's): ids differ between runs.
-_ID_SETS = frozenset({"memoryIds", "eventIds", "eventLocations"})
+_ID_SETS = frozenset({"memoryIds", "eventIds", "eventLocations", "memories"})
 
 
 def _normal(value: Any, name: str, rename: Callable[[str], str]) -> Any:
@@ -980,6 +984,135 @@ def test_a_tombstone_retried_after_its_first_attempt_applied_still_leaves_the_in
     assert recalled(project, "release target") == []
     assert_acknowledged_events_kept(project, replies)
     assert_same_state(stack, reference, project)
+
+
+# -- 1. forget under an idempotency key: the client's retry converges, whatever failed ----------------
+
+KEYED = {**FORGET, "idempotencyKey": "erase-1"}
+
+
+def forget_or_crash(project: str, body: dict[str, Any], faults: Faults) -> Reply | None:
+    """forget, as the client sees it: its answer, or None when the function died (then the next
+    request runs in a new process)."""
+    try:
+        return forget(project, body)
+    except Crash:
+        faults.dynamodb.revive()
+        return None
+    finally:
+        quiesce_io_pool()  # the request's other tombstones and removals, in flight when it failed, end
+
+
+def assert_converged_by_the_retry(
+    stack: AwsStack, reference: str, project: str, *, first: Reply | None, retry: Reply, replies: list[Reply]
+) -> None:
+    """One entry, the retry answers its receipt and the salt of its reason digest, the first answer
+    (if it came) again, and nothing is left for the purge: the project as after a fault-free forget."""
+    assert retry.status == 200, retry.body
+    (entry,) = ledger(project).body["entries"]
+    assert retry.body["receipt"] == entry
+    salted = bytes.fromhex(retry.body["reasonSalt"]) + KEYED["reason"].encode()
+    assert hashlib.sha256(salted).hexdigest() == entry["reasonDigest"]
+    if first is not None and first.status == 200:
+        assert first.body["replayed"] is False
+        assert {k: v for k, v in retry.body.items() if k != "replayed"} == {
+            k: v for k, v in first.body.items() if k != "replayed"
+        }
+    assert len(retry.body["memories"]) == len(forget(reference, KEYED).body["memories"])
+    assert purge_later()["applied"] == 0  # the retry finished what the failed call left
+    assert recalled(project, "release target") == []
+    assert_acknowledged_events_kept(project, replies)
+    assert_same_state(stack, reference, project)
+
+
+@pytest.mark.parametrize(
+    ("step", "kind"),
+    [
+        ("ledger append", "throughput"),
+        ("ledger append", "conflict"),
+        ("ledger append", "lost"),
+        ("ledger append", "lost_retried"),
+        ("ledger append", "crash"),
+        ("ledger append", "crash_after"),
+        ("tombstone", "throughput"),
+        ("tombstone", "lost"),
+        ("tombstone", "crash_after"),
+        ("index removal", "throttling"),
+        ("index removal", "lost"),
+        ("index removal", "crash"),
+        ("mark applied", "throughput"),
+        ("mark applied", "lost"),
+        ("mark applied", "crash_after"),
+    ],
+)
+def test_a_keyed_forget_failing_at_a_step_converges_by_the_client_s_retry(
+    stack: AwsStack, faults: Faults, step: str, kind: Any
+) -> None:
+    """Whatever failed, the retry under the same key answers with the one entry's receipt and
+    finishes the tombstones itself: no second entry, nothing owed to the purge."""
+    reference = new_project()
+    remembered_and_structured(stack, reference)
+    assert forget(reference, KEYED).status == 200
+    project = new_project()
+    replies = remembered_and_structured(stack, project)
+    operation, when = forget_step(stack, project, step)
+    fault = faults.dynamodb.add(Fault(operation, kind, when=when))
+
+    first = forget_or_crash(project, KEYED, faults)
+    assert fault.fired == [operation]
+    retry = forget(project, KEYED)
+
+    nothing_written = step == "ledger append" and kind in {"throughput", "crash"}
+    assert retry.body["replayed"] is not nothing_written  # else it answers the entry written first
+    assert_converged_by_the_retry(stack, reference, project, first=first, retry=retry, replies=replies)
+
+
+@pytest.mark.parametrize("kind", ["crash", "crash_after"])
+def test_a_keyed_forget_dying_at_any_write_converges_by_the_client_s_retry(
+    stack: AwsStack, faults: Faults, kind: Any
+) -> None:
+    """The forget dies before, or just after, each of its writes in turn: the retry under the same
+    key converges to one entry and its receipt, and the project to the fault-free forget's state."""
+    reference = new_project()
+    remembered_and_structured(stack, reference)
+    faults.dynamodb.clear()
+    assert forget(reference, KEYED).status == 200
+    writes = faults.dynamodb.writes()
+    assert len(writes) >= 4  # the entry, tombstones, index removals, the mark
+
+    for at in range(1, len(writes) + 1):
+        project = new_project()
+        replies = remembered_and_structured(stack, project)
+        faults.dynamodb.clear()
+        fault = faults.dynamodb.add(Fault("*", kind, nth=at, when=mentions(project)))
+
+        first = forget_or_crash(project, KEYED, faults)
+        assert fault.fired, at
+        assert first is None, at
+        retry = forget(project, KEYED)
+
+        assert retry.body.get("replayed") is (at > 1 or kind == "crash_after"), at
+        assert_converged_by_the_retry(stack, reference, project, first=None, retry=retry, replies=replies)
+
+
+def test_a_keyed_stream_forget_dying_before_its_placeholder_has_it_written_by_the_retry(
+    stack: AwsStack, faults: Faults
+) -> None:
+    """The retry finishes the dead forget as the purge would, placeholder included (it reads the
+    event): the held job message can no longer make the forgotten text a memory."""
+    project = new_project()
+    _, held = remembered_unindexed(stack, faults, project)
+    body = {"stream": STREAM, "reason": "the user asked to erase it", "idempotencyKey": "erase-stream"}
+    entry = stream_forget_died_before_its_placeholder(stack, faults, project, lambda p, _: forget(p, body))
+
+    retry = forget(project, body)
+
+    assert retry.status == 200, retry.body
+    assert retry.body["replayed"] is True
+    assert retry.body["receipt"]["id"] == entry["id"]
+    assert len(ledger(project).body["entries"]) == 1
+    assert purge_later()["applied"] == 0
+    assert_never_structured(stack, project, held)
 
 
 # -- 1. and 4. the purge: its writes failing, the function dying mid-run ----------------------------------

@@ -314,12 +314,21 @@ def test_given_a_forgotten_event_then_structuring_and_a_replayed_key_bring_nothi
 def forget_now(project: str, body: dict[str, Any]) -> Reply:
     """forget with no grace window: the next purge run erases what it took."""
     settings = get_settings()
+    store = DynamoForgetStore(
+        wiring.dynamodb(), settings.memories_table, settings.index_table, settings.events_table
+    )
+    ledger_store = DynamoLedgerStore(wiring.dynamodb(), settings.ledger_table)
+
+    def clock() -> datetime:
+        return datetime.now(UTC) - timedelta(seconds=1)
+
     service = ForgetService(
-        DynamoForgetStore(wiring.dynamodb(), settings.memories_table, settings.index_table),
+        store,
         wiring.event_store(),
-        DynamoLedgerStore(wiring.dynamodb(), settings.ledger_table),
+        ledger_store,
         timedelta(0),
-        lambda: datetime.now(UTC) - timedelta(seconds=1),
+        clock,
+        finish=Purger(ledger_store, store, clock).apply,
     )
     return call(
         "forget",
@@ -583,12 +592,21 @@ def forget_dying_after_its_entry(stack: Any, project: str, body: dict[str, Any])
     dated long enough ago for the purge's apply step to finish it."""
     client, _ = dying_client(stack, 2)
     tables = stack.tables
+    store = DynamoForgetStore(
+        client, tables["MemoriesTable"], tables["TermIndexTable"], tables["EventsTable"]
+    )
+    ledger_store = DynamoLedgerStore(client, tables["LedgerTable"])
+
+    def clock() -> datetime:
+        return datetime.now(UTC) - timedelta(minutes=2)
+
     service = ForgetService(
-        DynamoForgetStore(client, tables["MemoriesTable"], tables["TermIndexTable"]),
+        store,
         wiring.event_store(),
-        DynamoLedgerStore(client, tables["LedgerTable"]),
+        ledger_store,
         timedelta(days=1),
-        lambda: datetime.now(UTC) - timedelta(minutes=2),
+        clock,
+        finish=Purger(ledger_store, store, clock).apply,
     )
     return call(
         "forget",
@@ -716,6 +734,7 @@ def test_given_structuring_committing_while_a_forget_runs_then_what_it_made_is_f
         DynamoLedgerStore(wiring.dynamodb(), settings.ledger_table),
         timedelta(0),
         lambda: datetime.now(UTC) - timedelta(seconds=1),
+        finish=wiring.purger().apply,  # unkeyed: never called
     )
 
     reply = call(
@@ -759,3 +778,208 @@ def test_given_one_memory_of_an_event_forgotten_then_every_memory_of_that_event_
     assert why[provisional] == "older_version"  # the event's provisional memory: what the match replaced
     assert all(get_memory(project, m).body["status"] == "tombstoned" for m in [provisional, *structured])
     assert recalled_ids(project, "offsite Porto") == []
+
+
+# -- idempotency keys ----------------------------------------------------------------------------------
+
+
+def keyed_service(clock: Any) -> ForgetService:
+    """The forget function's service (the container's clients), on ``clock``."""
+    settings = get_settings()
+    store = DynamoForgetStore(
+        wiring.dynamodb(), settings.memories_table, settings.index_table, settings.events_table
+    )
+    ledger_store = DynamoLedgerStore(wiring.dynamodb(), settings.ledger_table)
+    return ForgetService(
+        store,
+        wiring.event_store(),
+        ledger_store,
+        timedelta(days=1),
+        clock,
+        finish=Purger(ledger_store, store, clock).apply,
+    )
+
+
+def forget_at(project: str, body: dict[str, Any], moment: datetime) -> Reply:
+    service = keyed_service(lambda: moment)
+    return call(
+        "forget",
+        "POST",
+        "/v1/forget",
+        body=body,
+        context=project_context(project),
+        services={"forget": service},
+    )
+
+
+def answer_of(reply: Reply) -> dict[str, Any]:
+    """A forget's answer without ``replayed``."""
+    return {name: value for name, value in reply.body.items() if name != "replayed"}
+
+
+def test_given_a_keyed_forget_when_sent_again_then_the_first_answer_is_replayed_and_one_entry_kept(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    remember_structured(
+        handler_env, project, "chat", "The locker code is 4471.", "Lunch with Dana on Friday."
+    )
+    body = {"query": "locker code", "reason": "user asked to erase it", "idempotencyKey": "erase-1"}
+
+    first = forget(project, body)
+    again = forget(project, body)
+
+    assert first.status == again.status == 200, (first.body, again.body)
+    assert first.body["replayed"] is False
+    assert again.body["replayed"] is True
+    assert first.body["receipt"]
+    assert first.body["memories"]
+    assert answer_of(again) == answer_of(first)  # receipt, memories, eventIds, previewToken, reasonSalt
+    assert [entry["id"] for entry in ledger(project).body["entries"]] == [first.body["receipt"]["id"]]
+    salt, digest = again.body["reasonSalt"], again.body["receipt"]["reasonDigest"]
+    assert hashlib.sha256(bytes.fromhex(salt) + body["reason"].encode()).hexdigest() == digest
+    unkeyed = forget(project, {"query": "locker code", "reason": "user asked to erase it"})
+    assert unkeyed.status == 200
+    assert "replayed" not in unkeyed.body  # no key, no replay: an empty set, as documented
+    assert unkeyed.body["memories"] == []
+    assert "receipt" not in unkeyed.body
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"reason": "another reason"},
+        {"query": "lunch Dana"},
+        {"maxMemories": 5},
+        {"query": None, "memoryId": "mem_00000000000000000000000000"},
+    ],
+)
+def test_given_a_used_forget_key_with_another_request_then_409_and_nothing_more_written(
+    handler_env: Any, change: dict[str, Any]
+) -> None:
+    project = new_project()
+    remember_structured(
+        handler_env, project, "chat", "The locker code is 4471.", "Lunch with Dana on Friday."
+    )
+    body = {"query": "locker code", "reason": "user asked to erase it", "idempotencyKey": "erase-1"}
+    first = forget(project, body)
+    assert first.status == 200, first.body
+    before = every_item(handler_env)
+
+    other = {name: value for name, value in {**body, **change}.items() if value is not None}
+    reply = forget(project, other)
+
+    assert reply.status == 409, reply.body
+    assert reply.body["error"]["code"] == "idempotency_key_reused"
+    assert reply.body["error"]["details"] == {
+        "idempotencyKey": "erase-1",
+        "receiptId": first.body["receipt"]["id"],
+    }
+    assert every_item(handler_env) == before
+    assert recalled_ids(project, "lunch Dana")  # not forgotten
+
+
+def test_given_a_query_with_the_same_stems_under_the_key_then_it_is_the_same_request(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    remember_structured(handler_env, project, "chat", "The locker code is 4471.")
+    first = forget(project, {"query": "locker code", "reason": "r", "idempotencyKey": "k"})
+    again = forget(project, {"query": "  Code, LOCKERS ", "reason": "r", "idempotencyKey": "k"})
+    assert again.status == 200, again.body
+    assert again.body["replayed"] is True
+    assert again.body["receipt"] == first.body["receipt"]
+
+
+def test_given_forget_keys_then_they_are_apart_from_remember_keys_and_other_projects(
+    handler_env: Any,
+) -> None:
+    project, other = new_project(), new_project()
+    remember_structured(handler_env, project, "chat", "The locker code is 4471.")  # remember key chat-0
+    remember_structured(handler_env, other, "chat", "The locker code is 9012.")
+
+    mine = forget(project, {"query": "locker code", "reason": "r", "idempotencyKey": "chat-0"})
+    theirs = forget(other, {"query": "locker code", "reason": "r", "idempotencyKey": "chat-0"})
+
+    assert mine.status == theirs.status == 200, (mine.body, theirs.body)
+    assert mine.body["replayed"] is theirs.body["replayed"] is False
+    assert mine.body["receipt"]["id"] != theirs.body["receipt"]["id"]
+    assert recalled_ids(other, "locker code") == []
+    replay = remember(project, {"stream": "chat", "events": [message("chat-0", "The locker code is 4471.")]})
+    assert replay.body["events"][0]["replayed"] is True  # remember's own key, untouched by forget's
+
+
+def test_given_a_dry_run_with_an_idempotency_key_then_400_and_nothing_written(handler_env: Any) -> None:
+    project = new_project()
+    remember_structured(handler_env, project, "chat", "The locker code is 4471.")
+    reply = forget(project, {"query": "locker code", "reason": "r", "dryRun": True, "idempotencyKey": "k"})
+    assert reply.status == 400, reply.body
+    assert reply.body["error"]["code"] == "idempotency_key_with_dry_run"
+    real = forget(project, {"query": "locker code", "reason": "r", "idempotencyKey": "k"})
+    assert real.status == 200
+    assert real.body["replayed"] is False
+
+
+@pytest.mark.parametrize("key", ["", "a\nb", "k" * 257])
+def test_given_a_bad_forget_idempotency_key_then_422_as_for_remember(handler_env: Any, key: str) -> None:
+    project = new_project()
+    reply = forget(project, {"query": "q", "reason": "r", "idempotencyKey": key})
+    assert reply.status == 422, reply.body
+    assert ledger(project).body == {"entries": []}
+
+
+def test_given_a_keyed_forget_that_found_nothing_then_a_retry_answers_nothing_even_after_a_match_appears(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    body = {"query": "locker code", "reason": "r", "idempotencyKey": "k"}
+    first = forget(project, body)
+    remember_structured(handler_env, project, "chat", "The locker code is 4471.")
+
+    again = forget(project, body)
+
+    assert first.status == again.status == 200
+    assert first.body["memories"] == again.body["memories"] == []
+    assert (first.body["replayed"], again.body["replayed"]) == (False, True)
+    assert "receipt" not in again.body
+    assert "reasonSalt" not in again.body
+    assert recalled_ids(project, "locker code")  # the retry forgot nothing
+    assert ledger(project).body == {"entries": []}
+
+
+def test_given_a_forget_key_older_than_a_day_then_it_may_be_used_afresh(handler_env: Any) -> None:
+    project = new_project()
+    remember_structured(
+        handler_env, project, "chat", "The locker code is 4471.", "Lunch with Dana on Friday."
+    )
+    now = datetime.now(UTC)
+    first = forget_at(project, {"query": "locker code", "reason": "r", "idempotencyKey": "k"}, now)
+    assert first.status == 200, first.body
+    assert (
+        forget_at(project, {"query": "lunch Dana", "reason": "r", "idempotencyKey": "k"}, now).status == 409
+    )
+
+    later = forget_at(
+        project, {"query": "lunch Dana", "reason": "r", "idempotencyKey": "k"}, now + timedelta(hours=24)
+    )
+
+    assert later.status == 200, later.body
+    assert later.body["replayed"] is False
+    assert len(ledger(project).body["entries"]) == 2
+    assert recalled_ids(project, "lunch Dana") == []
+
+
+def test_given_concurrent_forgets_under_one_key_then_one_entry_and_both_answer_its_receipt(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    remember_structured(handler_env, project, "chat", "The locker code is 4471.")
+    body = {"query": "locker code", "reason": "r", "idempotencyKey": "k"}
+    with ThreadPoolExecutor(4) as pool:
+        replies = list(pool.map(lambda _: forget(project, body), range(4)))
+
+    assert [reply.status for reply in replies] == [200] * 4, [reply.body for reply in replies]
+    (entry,) = ledger(project).body["entries"]
+    assert {reply.body["receipt"]["id"] for reply in replies} == {entry["id"]}
+    assert {reply.body["reasonSalt"] for reply in replies} == {replies[0].body["reasonSalt"]}
+    assert sorted(reply.body["replayed"] for reply in replies) == [False, True, True, True]

@@ -248,6 +248,18 @@ def test_given_a_503_on_a_dry_run_forget_then_it_is_retried(stub: Stub, client: 
     assert [seen.body["dryRun"] for seen in stub.seen] == [True, True]
 
 
+def test_given_a_503_on_a_keyed_forget_then_both_clients_send_it_again_with_its_key(
+    stub: Stub, client: KaiboClient
+) -> None:
+    replayed = Reply(body={"dryRun": False, "memories": [], "receipt": {"id": "rcpt_1"}, "replayed": True})
+    stub.play(UNAVAILABLE, replayed)
+    assert client.forget(stream="chat", reason="asked", idempotency_key="erase-1")["replayed"] is True
+    stub.play(Drop(), replayed)
+    answer = run(stub, lambda kaibo: kaibo.forget(stream="chat", reason="asked", idempotency_key="erase-1"))
+    assert answer["receipt"] == {"id": "rcpt_1"}
+    assert [seen.body.get("idempotencyKey") for seen in stub.seen] == ["erase-1"] * 4
+
+
 def test_given_a_dropped_connection_on_a_read_then_retried(stub: Stub, client: KaiboClient) -> None:
     stub.play(Drop(), Reply(body={"id": "mem_1", "status": "active"}))
     assert client.memory("mem_1")["status"] == "active"

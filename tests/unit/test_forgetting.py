@@ -6,8 +6,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kaibo_core.core.forgetting import (
+    FORGET_KEY_TTL,
     ForgetMember,
+    ForgetRequest,
     ForgetSet,
+    KeyedForget,
+    forget_request_digest,
     older_versions,
     preview_token,
     same_event_memories,
@@ -73,3 +77,39 @@ def test_given_a_set_then_it_locates_every_event_its_memories_and_placeholders_c
     )
     found = ForgetSet((ForgetMember(cited, "match"),), ("evt_A", "evt_B", "evt_C"), (placeholder,))
     assert found.event_locations == [("evt_A", "chat", 1), ("evt_B", "chat", 2), ("evt_C", "side", 7)]
+
+
+SALT = "00" * 16
+
+
+def test_given_two_queries_with_the_same_stems_then_the_same_request_digest() -> None:
+    one = ForgetRequest(reason="r", query="locker codes", idempotency_key="k")
+    other = ForgetRequest(reason="r", query="  Code LOCKER ", idempotency_key="other key")
+    assert forget_request_digest(SALT, one) == forget_request_digest(SALT, other)
+
+
+def test_given_another_selector_reason_limit_or_token_then_another_request_digest() -> None:
+    base = ForgetRequest(reason="r", query="locker code")
+    variants = [
+        ForgetRequest(reason="r ", query="locker code"),
+        ForgetRequest(reason="r", query="locker"),
+        ForgetRequest(reason="r", stream="locker-code"),
+        ForgetRequest(reason="r", memory_id="mem_locker"),
+        ForgetRequest(reason="r", query="locker code", max_memories=5),
+        ForgetRequest(reason="r", query="locker code", preview_token="0" * 64),
+    ]
+    digests = {forget_request_digest(SALT, request) for request in [base, *variants]}
+    assert len(digests) == len(variants) + 1
+
+
+def test_given_another_salt_then_the_digest_cannot_be_matched_across_records() -> None:
+    request = ForgetRequest(reason="r", query="locker code")
+    assert forget_request_digest(SALT, request) != forget_request_digest("11" * 16, request)
+
+
+def test_given_a_kept_forget_then_it_expires_a_day_after_it_was_written() -> None:
+    kept = KeyedForget("k", "d", SALT, "rcpt_x", "rcpt_x", (), (), written_at=1_000)
+    day = int(FORGET_KEY_TTL.total_seconds())
+    assert day == 86_400
+    assert not kept.expired(1_000 + day - 1)
+    assert kept.expired(1_000 + day)

@@ -104,6 +104,7 @@ def test_given_a_negative_setting_then_the_policy_refuses_it(bad: dict[str, floa
         ("POST", "/v1/forget", {"stream": "s", "reason": "r", "dryRun": True}, True),
         ("POST", "/v1/forget", {"stream": "s", "reason": "r"}, False),
         ("POST", "/v1/forget", {"stream": "s", "reason": "r", "previewToken": "ab" * 32}, False),
+        ("POST", "/v1/forget", {"stream": "s", "reason": "r", "idempotencyKey": "erase-1"}, True),
         ("POST", "/v1/admin/projects", {"name": "p"}, False),
         ("POST", "/v1/admin/projects/prj_1/keys", {"scopes": ["read"]}, False),
         ("DELETE", "/v1/admin/keys/key_1", None, False),

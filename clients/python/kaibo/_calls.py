@@ -42,6 +42,7 @@ class ForgetRequest(TypedDict, total=False):
     dry_run: bool
     preview_token: str | None
     max_memories: int | None
+    idempotency_key: str | None
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,11 @@ def forget(**request: Unpack[ForgetRequest]) -> Call[dict[str, Any]]:
     body: dict[str, Any] = {**chosen, "reason": request["reason"]}
     if request.get("dry_run"):
         body["dryRun"] = True
-    optional = {"previewToken": request.get("preview_token"), "maxMemories": request.get("max_memories")}
+    optional = {
+        "previewToken": request.get("preview_token"),
+        "maxMemories": request.get("max_memories"),
+        "idempotencyKey": request.get("idempotency_key"),
+    }
     body.update({name: value for name, value in optional.items() if value is not None})
     return Call("POST", "/v1/forget", an_object, body)
 

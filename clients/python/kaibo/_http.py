@@ -49,17 +49,21 @@ def segment(value: str) -> str:
 def is_idempotent(method: str, path: str, body: Any) -> bool:
     """Whether sending this request twice has the effect of sending it once.
 
-    GET, recall, explain and remember are. ``forget`` is only as a dry run: a real forget that
-    did its work before the answer was lost would, sent again, answer ``409 preview_changed``
-    (or ``404``) instead of the receipt, and its ``reasonSalt`` is shown only once. Admin
-    calls are not (a project or key would be created twice; a revoked key answers 404).
+    GET, recall, explain and remember are. ``forget`` is as a dry run, and as a real forget with
+    an ``idempotencyKey`` (sent again, it answers the first call's receipt and ``reasonSalt``,
+    ``replayed: true``); without a key, a real forget that did its work before the answer was
+    lost would, sent again, answer an empty set, ``409 preview_changed`` or ``404`` instead of
+    the receipt. Admin calls are not (a project or key would be created twice; a revoked key
+    answers 404).
     """
     if method.upper() in SAFE_METHODS:
         return True
     if method.upper() != "POST":
         return False
     if path == "/v1/forget":
-        return isinstance(body, Mapping) and body.get("dryRun") is True
+        return isinstance(body, Mapping) and (
+            body.get("dryRun") is True or isinstance(body.get("idempotencyKey"), str)
+        )
     return path in IDEMPOTENT_POSTS
 
 

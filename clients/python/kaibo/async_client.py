@@ -163,8 +163,8 @@ class AsyncKaiboClient(ClientSettings[httpx.AsyncClient, httpx.AsyncBaseTranspor
     # -- forget, the deletion ledger, receipts --------------------------------------------------
 
     async def forget(self, **request: Unpack[_calls.ForgetRequest]) -> dict[str, Any]:
-        """POST /v1/forget: the keywords of ``KaiboClient.forget``. Only a dry run is retried
-        after a 5xx or a lost connection."""
+        """POST /v1/forget: the keywords of ``KaiboClient.forget``. Only a dry run, or a real
+        forget with an ``idempotency_key``, is retried after a 5xx or a lost connection."""
         return await self._call(_calls.forget(**request))
 
     def ledger(self, from_seq: int = 1) -> AsyncGenerator[dict[str, Any], None]:

@@ -230,6 +230,7 @@ class KaiboClient(ClientSettings[httpx.Client, httpx.BaseTransport]):
         dry_run: bool = False,
         preview_token: str | None = None,
         max_memories: int | None = None,
+        idempotency_key: str | None = None,
     ) -> dict[str, Any]:
         """POST /v1/forget (scope ``forget``): erase a memory, what a query matches, or a stream.
 
@@ -238,8 +239,12 @@ class KaiboClient(ClientSettings[httpx.Client, httpx.BaseTransport]):
         ``previewToken``, changing nothing; pass that token back as ``preview_token`` and the
         real call is refused with ``409 preview_changed`` (KaiboAPIError; ``details`` carries
         the new token) if the set changed since. The answer of a real call holds the
-        ``receipt`` and the ``reasonSalt``, which is shown once. There is no undo, and a real
-        forget is never retried after a 5xx or a lost connection (only a dry run is).
+        ``receipt`` and the ``reasonSalt``, which is shown once. There is no undo. A real forget
+        with an ``idempotency_key`` (not with ``dry_run``) is retried after a 5xx or a lost
+        connection like a dry run: the server answers a retry with the first call's answer
+        (``replayed: True``) and writes no second ledger entry, for 24 hours; the same key with
+        another request is refused with ``409 idempotency_key_reused``. Without a key, a real
+        forget is never retried.
         """
         return self._call(
             _calls.forget(
@@ -250,6 +255,7 @@ class KaiboClient(ClientSettings[httpx.Client, httpx.BaseTransport]):
                 dry_run=dry_run,
                 preview_token=preview_token,
                 max_memories=max_memories,
+                idempotency_key=idempotency_key,
             )
         )
 

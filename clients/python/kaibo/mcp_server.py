@@ -112,14 +112,18 @@ def build_server(client: KaiboClient, project_id: str | None = None) -> MCPServe
         description="Forget memories by exactly one of memory_id, query (all of its words) or "
         "stream, with a reason. Without preview_token this is a DRY RUN: it returns the set and a "
         "previewToken and erases nothing. To erase, call again with that preview_token (refused if "
-        "the set changed). There is no undo; the answer carries a receipt."
+        "the set changed). There is no undo; the answer carries a receipt. With idempotency_key (a "
+        "name of your own for this erasure), calling the erasing call again, e.g. after an error, "
+        "answers its first receipt instead of erasing twice."
     )
     def forget(
         reason: str,
+        *,
         memory_id: str | None = None,
         query: str | None = None,
         stream: str | None = None,
         preview_token: str | None = None,
+        idempotency_key: str | None = None,
     ) -> str:
         def call() -> str:
             answer = client.forget(
@@ -129,6 +133,8 @@ def build_server(client: KaiboClient, project_id: str | None = None) -> MCPServe
                 reason=reason,
                 dry_run=preview_token is None,
                 preview_token=preview_token,
+                # A dry run changes nothing: the key goes with the erasing call only.
+                idempotency_key=idempotency_key if preview_token is not None else None,
             )
             return wrap_data(answer)
 

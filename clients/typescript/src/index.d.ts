@@ -186,7 +186,10 @@ export declare class Kaibo {
   /** Poll a job until it is done (throws KaiboError job_failed / job_timeout). */
   waitForJob(job: string | { jobId?: string | null }, options?: WaitForJobOptions): Promise<JobOut>;
 
-  /** POST /v1/forget (scope forget): dryRun for the set and a previewToken, then the real call. */
+  /**
+   * POST /v1/forget (scope forget): dryRun for the set and a previewToken, then the real call.
+   * With an idempotencyKey the real call is retried after a 5xx and answers its first receipt again.
+   */
   forget(request: ForgetParams, options?: CallOptions): Promise<ForgetResponse>;
 
   /** GET /v1/receipts/{id}: a forget's ledger entry and its state. */

@@ -508,7 +508,8 @@ export class Kaibo {
    * POST /v1/forget: exactly one of memoryId (or a recalled item), query, stream; and a reason.
    * `dryRun: true` returns the set and a previewToken and changes nothing; pass that token back
    * and the real call fails with 409 preview_changed if the set changed since. A real forget is
-   * not retried after a 5xx (only a dry run is).
+   * retried after a 5xx or a network error only with an `idempotencyKey`: sent again, it answers
+   * the first call's receipt and reasonSalt (`replayed: true`) and writes no second ledger entry.
    */
   async forget(request, { signal, timeoutMs } = {}) {
     if (!isObject(request)) throw new TypeError("forget() needs { memoryId | query | stream, reason }");
@@ -517,7 +518,7 @@ export class Kaibo {
     if (typeof request.reason !== "string" || !request.reason) throw new TypeError("forget() needs a reason");
     const body = { ...request };
     if (chosen[0] === "memoryId") body.memoryId = memoryIdOf(request.memoryId, "forget");
-    const idempotent = request.dryRun === true;
+    const idempotent = request.dryRun === true || typeof request.idempotencyKey === "string";
     return this.#json("POST", "/v1/forget", { body, idempotent, signal, timeoutMs });
   }
 

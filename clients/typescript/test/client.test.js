@@ -249,6 +249,18 @@ describe("the client", () => {
     assert.equal(unreachable.calls.length, 1);
   });
 
+  test("a real forget with an idempotencyKey is retried after a 5xx or a network error, with its key", async () => {
+    const replayed = { dryRun: false, memories: [], eventIds: [], previewToken: "t", replayed: true };
+    const failing = scripted(apiError(502, "internal_error"), json(200, replayed));
+    const answer = await client(failing.fetch).forget({ memoryId: "mem_1", reason: "r", idempotencyKey: "erase-1" });
+    assert.equal(answer.replayed, true);
+    assert.equal(failing.calls.length, 2);
+    const unreachable = scripted(() => Promise.reject(new TypeError("fetch failed")), json(200, replayed));
+    await client(unreachable.fetch).forget({ query: "q", reason: "r", idempotencyKey: "erase-1" });
+    assert.equal(unreachable.calls.length, 2);
+    for (const call of [...failing.calls, ...unreachable.calls]) assert.equal(call.body.idempotencyKey, "erase-1");
+  });
+
   test("a connection lost mid-body is retried for idempotent calls, and not for a real forget", async () => {
     const cutOff = () =>
       new Response(

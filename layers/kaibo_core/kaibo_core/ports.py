@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from kaibo_core.core.api_keys import IssuedKey
+    from kaibo_core.core.forgetting import KeyedForget
     from kaibo_core.core.ledger import EventLocation, LedgerEntry
     from kaibo_core.core.models.events import EventRecord, StreamHead
     from kaibo_core.core.models.jobs import JobRecord, PendingJob
@@ -84,6 +85,8 @@ class DeletionLedger(Protocol):
     ``append`` assigns the next seq and chains the entry onto the head, retrying lost races
     itself (LedgerConflictError once it gives up); ``receipt_id`` (default: a new one) makes a
     retried append idempotent. ``read`` pages entries in seq order with the next ``from_seq``.
+    A keyed forget's record (``keyed``) is claimed in the append's transaction, or alone by
+    ``claim_forget_key`` when the forget wrote no entry; ``forget_key`` reads it back.
     """
 
     def append(
@@ -97,7 +100,14 @@ class DeletionLedger(Protocol):
         purge_after: str,
         receipt_id: str | None = None,
         event_locations: Sequence[EventLocation] = (),
+        keyed: KeyedForget | None = None,
     ) -> LedgerEntry: ...
+
+    def claim_forget_key(self, project: ProjectId, keyed: KeyedForget) -> KeyedForget: ...
+
+    def forget_key(self, project: ProjectId, idempotency_key: str, now: int) -> KeyedForget | None: ...
+
+    def is_applied(self, entry: LedgerEntry) -> bool: ...
 
     def read(self, project: ProjectId, from_seq: int, limit: int) -> tuple[list[LedgerEntry], int | None]: ...
 

@@ -17,6 +17,12 @@ Layout (keys built only by kaibo_core.core.storage_keys):
   <tombstonedAt>#<project>#<seq>`` (the sparse ``Unapplied`` index) until ``mark_applied``: the
   forget that wrote it removes them once every tombstone is in place; if it died before, the
   purge finishes its tombstones at its next run, long before the grace window ends.
+- Forget idempotency keys: ``pk = <project>#forgetkey#<key>``, ``sk = k``: what the keyed forget
+  answered (``memories``: L of M ``id``, ``status``, ``type``, ``why``; ``eventIds``;
+  ``receiptId`` unless its set was empty), ``attemptId``, ``requestDigest``, ``reasonSalt``,
+  ``writtenAt`` and ``expiresAt`` (N, epoch seconds: the table's TTL attribute). Written in the
+  append's transaction (``attribute_not_exists(pk) OR expiresAt <= :now``), so a key records at
+  most one entry; an expired record is read as absent (TTL deletes it within days, not at once).
 - The purge's work list: an entry not purged yet carries ``duePk = due`` and ``dueSk =
   <purgeAfter>#<project>#<seq>`` (the sparse ``PurgeDue`` index, oldest first); ``mark_purged``
   removes them and sets ``purgedAt`` (not hashed: the entry's header never changes).
@@ -40,6 +46,7 @@ from botocore.exceptions import ClientError
 from kaibo_core.adapters.dynamodb_values import Item, key, n, s, string_list, strings
 from kaibo_core.core import chain, storage_keys, webhooks
 from kaibo_core.core.backoff import full_jitter
+from kaibo_core.core.forgetting import AnsweredMember, ForgetKeyTakenError, KeyedForget
 from kaibo_core.core.ledger import (
     EventLocation,
     LedgerConflictError,
@@ -65,7 +72,7 @@ _BACKOFF_BASE_SECONDS: Final = 0.01
 _BACKOFF_CAP_SECONDS: Final = 0.5
 
 # Positions of the actions in the append transaction (cancellation reasons are positional).
-_ENTRY, _RECEIPT, _HEAD = 0, 1, 2
+_ENTRY, _RECEIPT, _HEAD, _KEY = 0, 1, 2, 3
 _RACE_CODES: Final = frozenset({"ConditionalCheckFailed", "TransactionConflict"})
 _LAST_SORT_KEY: Final = "9" * storage_keys.LEDGER_SEQ_DIGITS
 
@@ -123,6 +130,53 @@ def _locations(item: dict[str, Any]) -> tuple[EventLocation, ...]:
     )
 
 
+def keyed_item(project: ProjectId, keyed: KeyedForget) -> Item:
+    item: Item = {
+        **key(storage_keys.forget_key_key(project, keyed.key)),
+        "requestDigest": s(keyed.request_digest),
+        "reasonSalt": s(keyed.reason_salt),
+        "attemptId": s(keyed.attempt_id),
+        "memories": {
+            "L": [
+                {"M": {"id": s(m.id), "status": s(m.status), "type": s(m.type), "why": s(m.why)}}
+                for m in keyed.members
+            ]
+        },
+        "eventIds": {"L": [s(event) for event in keyed.event_ids]},
+        "writtenAt": n(keyed.written_at),
+        "expiresAt": n(keyed.expires_at),
+    }
+    if keyed.receipt_id is not None:
+        item["receiptId"] = s(keyed.receipt_id)
+    return item
+
+
+def keyed_from_item(idempotency_key: str, item: dict[str, Any]) -> KeyedForget:
+    return KeyedForget(
+        key=idempotency_key,
+        request_digest=item["requestDigest"]["S"],
+        reason_salt=item["reasonSalt"]["S"],
+        attempt_id=item["attemptId"]["S"],
+        receipt_id=item["receiptId"]["S"] if "receiptId" in item else None,
+        members=tuple(
+            AnsweredMember(m["M"]["id"]["S"], m["M"]["status"]["S"], m["M"]["type"]["S"], m["M"]["why"]["S"])
+            for m in item["memories"]["L"]
+        ),
+        event_ids=tuple(event["S"] for event in item["eventIds"]["L"]),
+        written_at=int(item["writtenAt"]["N"]),
+    )
+
+
+def _key_claim(table: str, project: ProjectId, keyed: KeyedForget) -> dict[str, Any]:
+    """The Put of a key's record: only if the key is free (never used, or its record expired)."""
+    return {
+        "TableName": table,
+        "Item": keyed_item(project, keyed),
+        "ConditionExpression": "attribute_not_exists(pk) OR expiresAt <= :now",
+        "ExpressionAttributeValues": {":now": n(keyed.written_at)},
+    }
+
+
 def entry_from_item(item: dict[str, Any]) -> LedgerEntry:
     return LedgerEntry(
         project_id=item["projectId"]["S"],
@@ -171,12 +225,16 @@ class DynamoLedgerStore:
         purge_after: str,
         receipt_id: str | None = None,
         event_locations: Sequence[EventLocation] = (),
+        keyed: KeyedForget | None = None,
     ) -> LedgerEntry:
         """Chain a new entry onto the head, retrying lost races; LedgerConflictError if they persist.
 
         ``receipt_id`` (default: a new one) is kept across retries. If it already names an
         entry of this project, that entry is returned when it records the same forget (a
         retried call), and ReceiptIdTakenError is raised otherwise.
+
+        ``keyed``: the forget's idempotency record, claimed in the same transaction;
+        ForgetKeyTakenError (nothing appended) if another call holds the key.
         """
         receipt = receipt_id or new_receipt_id()
         for attempt in range(self._max_attempts):
@@ -198,13 +256,17 @@ class DynamoLedgerStore:
                 if self._outbox
                 else None
             )
-            outcome = self._try_append(project, entry, expected_seq=seq, emit=emit.actions if emit else ())
+            outcome = self._try_append(
+                project, entry, expected_seq=seq, emit=emit.actions if emit else (), keyed=keyed
+            )
             if outcome == "appended":
                 if self._outbox and emit:
                     self._outbox.relay(emit.events)
                 return entry
             if outcome == "receipt_exists":
                 return self._replayed(project, receipt, memory_ids, event_ids, reason_digest)
+            if outcome == "key_taken" and keyed is not None:
+                raise ForgetKeyTakenError(keyed.key)
             self._sleep(full_jitter(attempt, _BACKOFF_BASE_SECONDS, _BACKOFF_CAP_SECONDS))
         raise LedgerConflictError(
             f"ledger append for project {project} lost the race {self._max_attempts} times"
@@ -221,9 +283,11 @@ class DynamoLedgerStore:
         *,
         expected_seq: int,
         emit: Sequence[TransactWriteItemTypeDef] = (),
+        keyed: KeyedForget | None = None,
     ) -> str:
-        """One transaction (with the ``memory.forgotten`` event's outbox writes, if any):
-        ``appended``, ``lost_race`` or ``receipt_exists``."""
+        """One transaction (with the forget's idempotency record and the ``memory.forgotten``
+        event's outbox writes, if any): ``appended``, ``lost_race``, ``receipt_exists`` or
+        ``key_taken``."""
         actions: list[TransactWriteItemTypeDef] = [
             {
                 "Put": {
@@ -240,6 +304,7 @@ class DynamoLedgerStore:
                 }
             },
             self._head_action(project, entry, expected_seq),
+            *([{"Put": _key_claim(self._table, project, keyed)}] if keyed is not None else []),  # type: ignore[list-item]
             *emit,
         ]
         try:
@@ -247,7 +312,7 @@ class DynamoLedgerStore:
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
                 raise
-            return self._classify(exc)
+            return self._classify(exc, keyed=keyed is not None)
         return "appended"
 
     def _head_action(
@@ -277,12 +342,15 @@ class DynamoLedgerStore:
         }
 
     @staticmethod
-    def _classify(exc: ClientError) -> str:
-        """Read the positional cancellation reasons: whose condition failed, or a plain conflict."""
+    def _classify(exc: ClientError, *, keyed: bool = False) -> str:
+        """Read the positional cancellation reasons: whose condition failed, or a plain conflict.
+        The receipt first: a retry of this very append also finds its own key record."""
         reasons: list[dict[str, Any]] = list(exc.response.get("CancellationReasons", []))  # type: ignore[arg-type]
         codes = [reason.get("Code") for reason in reasons]
         if len(codes) > _RECEIPT and codes[_RECEIPT] == "ConditionalCheckFailed":
             return "receipt_exists"
+        if keyed and len(codes) > _KEY and codes[_KEY] == "ConditionalCheckFailed":
+            return "key_taken"
         if any(code in _RACE_CODES for code in codes) and all(
             code in _RACE_CODES or code in {"None", None} for code in codes
         ):
@@ -302,7 +370,45 @@ class DynamoLedgerStore:
             raise ReceiptIdTakenError(f"receipt {receipt_id} already records another forget")
         return existing
 
+    def claim_forget_key(self, project: ProjectId, keyed: KeyedForget) -> KeyedForget:
+        """Keep ``keyed`` (a keyed forget that wrote no entry: its set was empty) if the key is
+        free; the record that holds the key otherwise (this very one when the SDK retried the put
+        after its first attempt applied)."""
+        try:
+            self._client.put_item(**_key_claim(self._table, project, keyed))
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            held = self.forget_key(project, keyed.key, keyed.written_at)
+            if held is None:  # expired between the put and the read: the key is free again
+                raise ForgetKeyTakenError(keyed.key) from exc
+            return held
+        return keyed
+
     # -- reads ----------------------------------------------------------------------------------
+
+    def forget_key(self, project: ProjectId, idempotency_key: str, now: int) -> KeyedForget | None:
+        """The record of a forget under ``idempotency_key`` (strongly consistent), unless it
+        expired by ``now`` (epoch seconds)."""
+        item = self._client.get_item(
+            TableName=self._table,
+            Key=key(storage_keys.forget_key_key(project, idempotency_key)),
+            ConsistentRead=True,
+        ).get("Item")
+        if not item:
+            return None
+        keyed = keyed_from_item(idempotency_key, item)
+        return None if keyed.expired(now) else keyed
+
+    def is_applied(self, entry: LedgerEntry) -> bool:
+        """Whether the forget that wrote ``entry`` (or the purge) said its tombstones are in place."""
+        item = self._client.get_item(
+            TableName=self._table,
+            Key=key(storage_keys.ledger_entry_key(ProjectId(entry.project_id), entry.seq)),
+            ConsistentRead=True,
+            ProjectionExpression="applyPk",
+        ).get("Item")
+        return item is not None and "applyPk" not in item
 
     def head(self, project: ProjectId) -> tuple[int, str]:
         """``(seq, hash)`` of the newest entry, strongly consistent; ``(0, genesis)`` if none."""

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Sequence
 
 from kaibo_core.core import chain
+from kaibo_core.core.forgetting import ForgetKeyTakenError, KeyedForget
 from kaibo_core.core.ledger import (
     EventLocation,
     LedgerEntry,
@@ -29,6 +30,7 @@ class InMemoryLedgerStore:
         self._receipts: dict[tuple[str, str], int] = {}
         self.purged: dict[tuple[str, int], str] = {}
         self.applied: set[tuple[str, int]] = set()
+        self.keys: dict[tuple[str, str], KeyedForget] = {}
 
     def append(
         self,
@@ -41,8 +43,10 @@ class InMemoryLedgerStore:
         purge_after: str,
         receipt_id: str | None = None,
         event_locations: Sequence[EventLocation] = (),
+        keyed: KeyedForget | None = None,
     ) -> LedgerEntry:
-        """Chain a new entry onto the project's head; a known ``receipt_id`` returns its entry."""
+        """Chain a new entry onto the project's head; a known ``receipt_id`` returns its entry;
+        ``keyed`` is kept with it, ForgetKeyTakenError if another call holds the key."""
         receipt = receipt_id or new_receipt_id()
         with self._lock:
             entries = self.entries.setdefault(project, [])
@@ -52,6 +56,8 @@ class InMemoryLedgerStore:
                 if not records_same_forget(entry, memory_ids, event_ids, reason_digest):
                     raise ReceiptIdTakenError(f"receipt {receipt} already records another forget")
                 return entry
+            if keyed is not None and not self._key_free(project, keyed):
+                raise ForgetKeyTakenError(keyed.key)
             entry = make_entry(
                 project_id=project,
                 seq=len(entries) + 1,
@@ -66,7 +72,28 @@ class InMemoryLedgerStore:
             )
             entries.append(entry)
             self._receipts[(project, receipt)] = entry.seq
+            if keyed is not None:
+                self.keys[(project, keyed.key)] = keyed
             return entry
+
+    def _key_free(self, project: ProjectId, keyed: KeyedForget) -> bool:
+        held = self.keys.get((project, keyed.key))
+        return held is None or held.expired(keyed.written_at)
+
+    def claim_forget_key(self, project: ProjectId, keyed: KeyedForget) -> KeyedForget:
+        with self._lock:
+            if self._key_free(project, keyed):
+                self.keys[(project, keyed.key)] = keyed
+            return self.keys[(project, keyed.key)]
+
+    def forget_key(self, project: ProjectId, idempotency_key: str, now: int) -> KeyedForget | None:
+        with self._lock:
+            held = self.keys.get((project, idempotency_key))
+            return None if held is None or held.expired(now) else held
+
+    def is_applied(self, entry: LedgerEntry) -> bool:
+        with self._lock:
+            return (entry.project_id, entry.seq) in self.applied
 
     def read(self, project: ProjectId, from_seq: int, limit: int) -> tuple[list[LedgerEntry], int | None]:
         if limit < 1:

@@ -294,6 +294,7 @@ def forget_request(request: ForgetRequest) -> ForgetCall:
         dry_run=request.dryRun,
         preview_token=request.previewToken,
         max_memories=request.maxMemories,
+        idempotency_key=request.idempotencyKey,
     )
 
 
@@ -303,27 +304,28 @@ def receipt_out(entry: LedgerEntry) -> ReceiptOut:
 
 def forget_response(outcome: ForgetOutcome, *, may_read: bool) -> ForgetResponse:
     """The set (a dry run shows each memory's text, to check it, to a key that may read; a real
-    forget never does), the receipt and the reason's salt (shown once)."""
+    forget never does), the receipt and the reason's salt (shown once, and again to a retry
+    under the same idempotency key)."""
     show_text = outcome.dry_run and may_read
+    texts = {
+        member.memory.id: member.memory.content
+        for member in outcome.found.members
+        if show_text and member.memory.status not in _TEXT_WITHHELD
+    }
     memories = [
         ForgottenMemoryOut(
-            id=member.memory.id,
-            status=member.memory.status,
-            type=member.memory.type,
-            content=member.memory.content
-            if show_text and member.memory.status not in _TEXT_WITHHELD
-            else None,
-            why=member.why,
+            id=member.id, status=member.status, type=member.type, content=texts.get(member.id), why=member.why
         )
-        for member in outcome.found.members
+        for member in outcome.memories
     ]
     return ForgetResponse(
         dryRun=outcome.dry_run,
-        previewToken=outcome.found.preview_token,
+        previewToken=outcome.preview_token,
         memories=memories,
-        eventIds=list(outcome.found.event_ids),
+        eventIds=list(outcome.event_ids),
         receipt=None if outcome.receipt is None else receipt_out(outcome.receipt),
         reasonSalt=outcome.reason_salt,
+        replayed=outcome.replayed,
     )
 
 

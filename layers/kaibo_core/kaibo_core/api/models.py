@@ -473,6 +473,14 @@ class ForgetRequest(RequestModel):
         le=MAX_FORGET_MEMORIES,
         description=f"Allow a set this large (default limit {DEFAULT_FORGET_MEMORIES}).",
     )
+    idempotencyKey: IdempotencyKey | None = Field(  # noqa: N815
+        default=None,
+        description="A real forget under a key used in this project in the last 24 hours answers that "
+        "forget's answer again (replayed: true), with no second ledger entry; another request under "
+        "it is refused (409 idempotency_key_reused). Not with dryRun. Apart from remember's keys. "
+        "Never purged: keep personal data out of it.",
+        examples=["erase-2026-06-02-1"],
+    )
 
     @model_validator(mode="after")
     def _one_selector(self) -> ForgetRequest:
@@ -513,7 +521,13 @@ class ForgetResponse(SparseWireModel):
     eventIds: list[str]  # noqa: N815
     receipt: ReceiptOut | None = None
     reasonSalt: str | None = Field(  # noqa: N815
-        default=None, description="Shown once: with the reason, it reproduces the receipt's reasonDigest."
+        default=None,
+        description="Shown once (and to a retry under the same idempotencyKey): with the reason, it "
+        "reproduces the receipt's reasonDigest.",
+    )
+    replayed: bool | None = Field(
+        default=None,
+        description="With an idempotencyKey only: true if this answers an earlier forget under the key.",
     )
 
 

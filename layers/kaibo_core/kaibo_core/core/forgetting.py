@@ -11,6 +11,12 @@ the closure of those matches under two relations, and never more:
 A newer version is *not* followed (``supersededBy``): forgetting "the release is July 13" must not
 erase "it moved to July 17", said later in another event. It is taken only when it shares a
 source event with the set (then it carries the same text).
+
+A real forget may carry an **idempotency key** (its own namespace per project, apart from
+remember's): its first answer is kept ``FORGET_KEY_TTL`` (``KeyedForget``, written in the ledger
+append's transaction), so a retry under the key gets that answer again instead of a second entry.
+A retry is recognised by a salted digest of the normalized request (``forget_request_digest``),
+never by the request kept in clear.
 """
 
 from __future__ import annotations
@@ -18,13 +24,15 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Final, Literal
+from datetime import timedelta
+from typing import Any, Final, Literal
 
 from kaibo_core.core.chain import canonicalize
 from kaibo_core.core.ledger import EventLocation, LedgerEntry
 from kaibo_core.core.models.events import EventRecord
 from kaibo_core.core.models.memories import MemoryRecord, SourceEventRef
 from kaibo_core.core.provisional import provisional_memory_id
+from kaibo_core.core.text import query_terms
 
 Why = Literal["match", "older_version", "same_source_event"]
 
@@ -36,6 +44,17 @@ MAX_MEMORIES_LIMIT: Final = 1000
 FORGOTTEN: Final = frozenset({"tombstoned", "purged"})
 #: Internal statuses a forget takes too (never served): a structured memory not switched on yet.
 UNSERVED: Final = frozenset({"staged"})
+#: How long a forget's idempotency key keeps the first call's answer (and its ``reasonSalt``),
+#: for the client's retries; the key may be used afresh after it.
+FORGET_KEY_TTL: Final = timedelta(hours=24)
+
+
+class ForgetKeyTakenError(RuntimeError):
+    """Another forget claimed this idempotency key first: nothing of this one was written."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"forget idempotency key {key!r} was claimed by another call")
+        self.key = key
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +98,43 @@ class ForgetRequest:
     dry_run: bool = False
     preview_token: str | None = None
     max_memories: int | None = None
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AnsweredMember:
+    """A member of a forget's set as its answer shows it (a real forget never shows text)."""
+
+    id: str
+    status: str  # before the forget
+    type: str
+    why: Why
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedForget:
+    """What a real forget under an idempotency key answered, kept to answer its retries alike.
+
+    ``attempt_id`` is the receipt id that forget reserved (its entry's id when it wrote one), so
+    that a write of its own, retried by the AWS SDK, is not taken for another call's.
+    """
+
+    key: str
+    request_digest: str
+    reason_salt: str
+    attempt_id: str
+    receipt_id: str | None  # None: the set was empty, nothing was written but this record
+    members: tuple[AnsweredMember, ...]
+    event_ids: tuple[str, ...]
+    written_at: int  # epoch seconds
+
+    @property
+    def expires_at(self) -> int:
+        """Epoch seconds (the DynamoDB TTL attribute): the key is free again from then on."""
+        return self.written_at + int(FORGET_KEY_TTL.total_seconds())
+
+    def expired(self, now: int) -> bool:
+        return self.expires_at <= now
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +143,54 @@ class ForgetOutcome:
     dry_run: bool
     receipt: LedgerEntry | None = None
     reason_salt: str | None = None
+    #: The call carried an idempotency key: True if it repeated an earlier call, answered as that
+    #: one was (``replay``; ``found`` is then empty: nothing was resolved again).
+    replayed: bool | None = None
+    replay: KeyedForget | None = None
+
+    @property
+    def memories(self) -> tuple[AnsweredMember, ...]:
+        return self.replay.members if self.replay is not None else answered_members(self.found)
+
+    @property
+    def event_ids(self) -> tuple[str, ...]:
+        return self.replay.event_ids if self.replay is not None else self.found.event_ids
+
+    @property
+    def preview_token(self) -> str:
+        return preview_token([m.id for m in self.memories], self.event_ids)
+
+
+def answered_members(found: ForgetSet) -> tuple[AnsweredMember, ...]:
+    return tuple(
+        AnsweredMember(member.memory.id, member.memory.status, member.memory.type, member.why)
+        for member in found.members
+    )
+
+
+def normalized_request(request: ForgetRequest) -> dict[str, Any]:
+    """What makes two forgets the same request: the selector (a query by its stems: two queries
+    with the same stems select the same memories), the reason, ``maxMemories`` and
+    ``previewToken``. Not ``dryRun`` (a keyed forget is never a dry run) nor the key itself."""
+    if request.memory_id is not None:
+        selector: dict[str, Any] = {"memoryId": request.memory_id}
+    elif request.query is not None:
+        selector = {"query": sorted(query_terms(request.query))}
+    else:
+        selector = {"stream": request.stream}
+    document: dict[str, Any] = {"selector": selector, "reason": request.reason}
+    if request.max_memories is not None:
+        document["maxMemories"] = request.max_memories
+    if request.preview_token is not None:
+        document["previewToken"] = request.preview_token
+    return document
+
+
+def forget_request_digest(salt_hex: str, request: ForgetRequest) -> str:
+    """``sha256(salt || JCS(normalized request))``, hex: salted like the reason's digest, so that
+    the record kept for the key cannot confirm a guess of the reason or the query without the
+    salt kept beside it (which goes with the record)."""
+    return hashlib.sha256(bytes.fromhex(salt_hex) + canonicalize(normalized_request(request))).hexdigest()
 
 
 def preview_token(memory_ids: Iterable[str], event_ids: Iterable[str]) -> str:

@@ -164,6 +164,17 @@ def receipt_key(project: ProjectId, receipt_id: str) -> dict[str, str]:
     return {"pk": f"{project}#receipt#{receipt_id}", "sk": RECEIPT_SORT_KEY}
 
 
+#: Sort key of a forget's idempotency record (the only item of its partition).
+FORGET_KEY_SORT_KEY = "k"
+
+
+def forget_key_key(project: ProjectId, idempotency_key: str) -> dict[str, str]:
+    """A forget's idempotency key, in the ledger table: ``forgetkey`` keeps it apart from the
+    ledger's and receipts' partitions and from remember's keys (another table). The key comes
+    last: it may contain ``#``."""
+    return {"pk": f"{project}#forgetkey#{idempotency_key}", "sk": FORGET_KEY_SORT_KEY}
+
+
 # --- webhooks ---------------------------------------------------------------------------------
 
 #: The outbox's entries share the ledger's zero-padded sort keys; its head sorts after them.

@@ -218,14 +218,21 @@ def forget_service() -> ForgetService:
     from kaibo_core.adapters.dynamodb_ledger import DynamoLedgerStore
     from kaibo_core.core.clock import utc_now
     from kaibo_core.services.forgetting import ForgetService
+    from kaibo_core.services.purging import Purger
 
     settings = get_settings()
+    # The events table too: a retry that finishes a dead forget writes its events' placeholders.
+    store = DynamoForgetStore(
+        dynamodb(), settings.memories_table, settings.index_table, settings.events_table
+    )
+    ledger = DynamoLedgerStore(dynamodb(), settings.ledger_table, outbox=webhook_outbox())
     return ForgetService(
-        DynamoForgetStore(dynamodb(), settings.memories_table, settings.index_table),
+        store,
         event_store(),
-        DynamoLedgerStore(dynamodb(), settings.ledger_table, outbox=webhook_outbox()),
+        ledger,
         timedelta(seconds=settings.purge_grace_seconds),
         utc_now,
+        finish=Purger(ledger, store, utc_now).apply,
     )
 
 

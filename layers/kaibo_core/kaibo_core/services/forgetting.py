@@ -11,6 +11,12 @@
    reads at once; structuring refuses a tombstoned provisional memory), then its postings and
    counts leave the index. An event of the set without a provisional memory gets a tombstoned
    one, so nothing can be structured from it later.
+
+Under an **idempotency key**, the first call's answer is kept with the key (FORGET_KEY_TTL),
+claimed in the ledger append's transaction: a key records at most one entry. A retry reads it
+first and answers alike (``replayed``), after finishing the tombstones if the first call died
+after its entry (what the purge would do a few minutes later); a call that loses the race for the
+key to a concurrent one answers that one's answer.
 """
 
 from __future__ import annotations
@@ -20,21 +26,25 @@ from datetime import datetime, timedelta
 from typing import Final, Protocol
 
 from kaibo_core.core.clock import format_instant
-from kaibo_core.core.errors import ConflictError, NotFoundError, UnprocessableError
+from kaibo_core.core.errors import BadRequestError, ConflictError, NotFoundError, UnprocessableError
 from kaibo_core.core.forgetting import (
     DEFAULT_MAX_MEMORIES,
     FORGOTTEN,
     MAX_MEMORIES_LIMIT,
+    ForgetKeyTakenError,
     ForgetMember,
     ForgetOutcome,
     ForgetRequest,
     ForgetSet,
+    KeyedForget,
     Why,
+    answered_members,
+    forget_request_digest,
     forgotten_placeholder,
     older_versions,
     same_event_memories,
 )
-from kaibo_core.core.ledger import new_reason_salt, reason_digest
+from kaibo_core.core.ledger import LedgerEntry, new_reason_salt, new_receipt_id, reason_digest
 from kaibo_core.core.models.events import EventRecord
 from kaibo_core.core.models.memories import MemoryRecord, SourceEventRef
 from kaibo_core.core.provisional import provisional_memory_id
@@ -74,14 +84,31 @@ class ForgetService:
         ledger: DeletionLedger,
         grace: timedelta,
         clock: Callable[[], datetime],
+        *,
+        finish: Callable[[LedgerEntry], None],
     ) -> None:
+        """``finish``: the purge's own completion of a forget that died after its entry
+        (``Purger.apply``), run when a retry under the same key finds its entry unapplied."""
         self._memories = memories
         self._events = events
         self._ledger = ledger
         self._grace = grace
         self._clock = clock
+        self._finish = finish
 
     def forget(self, project: ProjectId, request: ForgetRequest) -> ForgetOutcome:
+        key = request.idempotency_key
+        if key is not None:
+            if request.dry_run:
+                raise BadRequestError(
+                    "idempotency_key_with_dry_run",
+                    "A dry run changes nothing, so there is nothing to replay: send the dry run "
+                    "without idempotencyKey, and the key with the real forget.",
+                    {"field": "idempotencyKey"},
+                )
+            kept = self._ledger.forget_key(project, key, self._epoch())
+            if kept is not None:
+                return self._replay(project, request, kept)
         limit = request.max_memories or DEFAULT_MAX_MEMORIES
         found = self.resolve(project, request, limit)
         if len(found.members) > limit:
@@ -101,8 +128,8 @@ class ForgetService:
                 {"previewToken": found.preview_token},
             )
         if not found.members and not found.event_ids:
-            return ForgetOutcome(found, dry_run=False)
-        return self._commit(project, request.reason, found)
+            return self._nothing_found(project, request, found)
+        return self._commit(project, request, found)
 
     # -- 1. resolve -------------------------------------------------------------------------------
 
@@ -192,18 +219,25 @@ class ForgetService:
 
     # -- 2. and 3. commit and tombstone -------------------------------------------------------------
 
-    def _commit(self, project: ProjectId, reason: str, found: ForgetSet) -> ForgetOutcome:
+    def _commit(self, project: ProjectId, request: ForgetRequest, found: ForgetSet) -> ForgetOutcome:
         now = self._clock()
         salt = new_reason_salt()
-        receipt = self._ledger.append(
-            project,
-            memory_ids=[*found.memory_ids, *(m.id for m in found.placeholders)],
-            event_ids=list(found.event_ids),
-            reason_digest=reason_digest(salt, reason),
-            tombstoned_at=format_instant(now),
-            purge_after=format_instant(now + self._grace),
-            event_locations=found.event_locations,
-        )
+        receipt_id = new_receipt_id()
+        keyed = self._keyed(request, found, salt, receipt_id, receipted=True)
+        try:
+            receipt = self._ledger.append(
+                project,
+                memory_ids=[*found.memory_ids, *(m.id for m in found.placeholders)],
+                event_ids=list(found.event_ids),
+                reason_digest=reason_digest(salt, request.reason),
+                tombstoned_at=format_instant(now),
+                purge_after=format_instant(now + self._grace),
+                receipt_id=receipt_id,
+                event_locations=found.event_locations,
+                keyed=keyed,
+            )
+        except ForgetKeyTakenError:
+            return self._replay_holder(project, request)
         marks = {
             "tombstonedAt": receipt.tombstoned_at,
             "purgeAfter": receipt.purge_after,
@@ -215,7 +249,80 @@ class ForgetService:
         before += self._made_meanwhile(project, found, before, marks)
         self._memories.remove_many_from_index([memory for memory in before if memory is not None])
         self._ledger.mark_applied(receipt)
-        return ForgetOutcome(found, dry_run=False, receipt=receipt, reason_salt=salt)
+        return ForgetOutcome(
+            found, dry_run=False, receipt=receipt, reason_salt=salt, replayed=False if keyed else None
+        )
+
+    # -- idempotency keys ---------------------------------------------------------------------------
+
+    def _keyed(
+        self, request: ForgetRequest, found: ForgetSet, salt: str, attempt_id: str, *, receipted: bool
+    ) -> KeyedForget | None:
+        if request.idempotency_key is None:
+            return None
+        return KeyedForget(
+            key=request.idempotency_key,
+            request_digest=forget_request_digest(salt, request),
+            reason_salt=salt,
+            attempt_id=attempt_id,
+            receipt_id=attempt_id if receipted else None,
+            members=answered_members(found),
+            event_ids=found.event_ids,
+            written_at=self._epoch(),
+        )
+
+    def _nothing_found(self, project: ProjectId, request: ForgetRequest, found: ForgetSet) -> ForgetOutcome:
+        """An empty set writes no entry; under a key, its answer is kept all the same, so that a
+        retry answers it again rather than what the selector may match by then."""
+        keyed = self._keyed(request, found, new_reason_salt(), new_receipt_id(), receipted=False)
+        if keyed is None:
+            return ForgetOutcome(found, dry_run=False)
+        try:
+            held = self._ledger.claim_forget_key(project, keyed)
+        except ForgetKeyTakenError:
+            return self._replay_holder(project, request)
+        if held.attempt_id != keyed.attempt_id:
+            return self._replay(project, request, held)
+        return ForgetOutcome(found, dry_run=False, replayed=False)
+
+    def _replay_holder(self, project: ProjectId, request: ForgetRequest) -> ForgetOutcome:
+        """A concurrent call under the same key committed first: its answer."""
+        assert request.idempotency_key is not None
+        held = self._ledger.forget_key(project, request.idempotency_key, self._epoch())
+        if held is None:
+            raise RuntimeError("a forget idempotency key was taken, then found free")
+        return self._replay(project, request, held)
+
+    def _replay(self, project: ProjectId, request: ForgetRequest, kept: KeyedForget) -> ForgetOutcome:
+        """The answer kept for the key, if this is the same request; its tombstones finished first
+        if the call that wrote it died after its entry."""
+        if forget_request_digest(kept.reason_salt, request) != kept.request_digest:
+            raise ConflictError(
+                "idempotency_key_reused",
+                f"idempotencyKey {kept.key!r} was used by another forget of this project (another "
+                "selector, reason, maxMemories or previewToken); send this forget under a new key.",
+                {"idempotencyKey": kept.key, **({"receiptId": kept.receipt_id} if kept.receipt_id else {})},
+            )
+        receipt = None
+        if kept.receipt_id is not None:
+            receipt = self._ledger.receipt(project, kept.receipt_id)
+            if receipt is None:
+                raise RuntimeError(
+                    f"forget key {kept.key!r} names receipt {kept.receipt_id}, not in the ledger"
+                )
+            if not self._ledger.is_applied(receipt):
+                self._finish(receipt)
+        return ForgetOutcome(
+            ForgetSet((), ()),
+            dry_run=False,
+            receipt=receipt,
+            reason_salt=kept.reason_salt if receipt is not None else None,
+            replayed=True,
+            replay=kept,
+        )
+
+    def _epoch(self) -> int:
+        return int(self._clock().timestamp())
 
     def _made_meanwhile(
         self,
