@@ -220,6 +220,11 @@ export interface ForgetRequest {
    * Constraints: minimum 1; maximum 1000.
    */
   maxMemories?: number | null;
+  /**
+   * A real forget under a key used in this project in the last 24 hours answers that forget's answer again (replayed: true), with no second ledger entry; another request under it is refused (409 idempotency_key_reused). Not with dryRun. Apart from remember's keys. Never purged: keep personal data out of it.
+   * Constraints: minLength 1; maxLength 256; pattern ^[^\x00-\x1f\x7f]+$.
+   */
+  idempotencyKey?: string | null;
 }
 
 export interface ForgetResponse {
@@ -228,8 +233,10 @@ export interface ForgetResponse {
   memories: ForgottenMemoryOut[];
   eventIds: string[];
   receipt?: ReceiptOut | null;
-  /** Shown once: with the reason, it reproduces the receipt's reasonDigest. */
+  /** Shown once (and to a retry under the same idempotencyKey): with the reason, it reproduces the receipt's reasonDigest. */
   reasonSalt?: string | null;
+  /** With an idempotencyKey only: true if this answers an earlier forget under the key. */
+  replayed?: boolean | null;
 }
 
 export interface ForgottenMemoryOut {
