@@ -1226,9 +1226,13 @@ class PhasedStructuringStore(DynamoStructuringStore):
         with self.phases("history"):
             super().move_postings(memory, from_side, to_side)
 
-    def posted_sides(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, str | None]:
+    def restate_postings(self, memory: MemoryRecord, side: str) -> None:
+        with self.phases("history"):
+            super().restate_postings(memory, side)
+
+    def posted_records(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, str | None]:
         with self.phases("reads"):
-            return super().posted_sides(project, memory_ids)
+            return super().posted_records(project, memory_ids)
 
     def get(self, project: ProjectId, memory_id: str) -> MemoryRecord | None:
         with self.phases("reads"):

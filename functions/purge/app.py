@@ -47,11 +47,21 @@ def lambda_handler(
             "events": result.events,
         },
     )
-    if result.unfinished:
+    if result.unlocated:
+        # Reported by the one run that finishes each entry (it then leaves the work list): ids only.
+        metrics.add_metric(
+            "PurgeEventsUnlocated", MetricUnit.Count, sum(count for _, _, count in result.unlocated)
+        )
         logger.error(
-            "purge cannot finish some entries: an event they name is cited by no memory and has no "
-            "stored location",
-            extra={"unfinished": result.unfinished},
+            "purge finished entries without erasing some events' payloads: no memory cites them and "
+            "the entries predate stored event locations (their ids are on the ledger entries, "
+            "unlocatedEventIds)",
+            extra={
+                "unlocated": [
+                    {"projectId": project, "receiptId": receipt, "events": count}
+                    for project, receipt, count in result.unlocated
+                ]
+            },
         )
     if result.failures:
         # The other entries went on; failing the run now makes the failure seen (PurgeErrorsAlarm).

@@ -30,11 +30,14 @@ from botocore.exceptions import ClientError
 
 from kaibo_core.adapters.dynamodb_forget import DynamoForgetStore
 from kaibo_core.adapters.dynamodb_ledger import DynamoLedgerStore
+from kaibo_core.adapters.dynamodb_structuring import DynamoStructuringStore
 from kaibo_core.adapters.dynamodb_webhooks import DynamoWebhookStore
 from kaibo_core.adapters.sqs_webhooks import SqsWebhookQueue
 from kaibo_core.core.chain import ChainVerifier
-from kaibo_core.core.clock import format_instant, utc_now
+from kaibo_core.core.clock import format_instant, instant_ms, utc_now
+from kaibo_core.core.indexing import decode_posting
 from kaibo_core.core.models.jobs import MAX_RECEIVE_COUNT
+from kaibo_core.core.models.memories import MemoryRecord
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.text import analyze
 from kaibo_core.core.webhooks import RETRY_SCHEDULE_SECONDS, Delivery, encode_message
@@ -53,6 +56,8 @@ from tests.integration.test_recall_api import get_memory, recall
 from tests.integration.test_remember_api import events, message, new_project, remember
 from tests.integration.test_structuring_api import run_structure, take_job_messages
 from tests.integration.test_webhooks_api import Receiver, drain, hooks, pump, subscribe
+from tools.repair_index import STOPPED_EXIT
+from tools.repair_index import main as repair_main
 
 #: One job of two events; the second retires the first's memory (a link, so a commit with a retire).
 BATCH = [
@@ -1329,14 +1334,15 @@ def test_the_purge_erases_the_payload_of_every_event_its_entry_names_even_one_no
     assert_never_structured(stack, project, held)
 
 
-def test_an_entry_naming_an_event_it_cannot_locate_stays_on_the_purge_s_work_list(
+def test_an_entry_naming_an_event_it_cannot_locate_is_finished_once_and_nothing_is_made_from_it(
     stack: AwsStack, faults: Faults, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """An entry written before entries kept their events' locations, whose forget died before its
-    placeholder: no memory tells where the event is, so the purge cannot erase its payload and
-    does not call the entry purged (an operator is told, by count)."""
+    """An entry in the shape written before entries kept their events' locations, whose forget died
+    before its placeholder: nothing tells where the event is. The purge does every other step, keeps
+    the event from ever being structured (a placeholder without a source), and takes the entry off
+    its work list marked unlocated, reporting it once; its receipt does not claim purged."""
     project = new_project()
-    event_id, _ = remembered_unindexed(stack, faults, project)
+    event_id, held = remembered_unindexed(stack, faults, project)
     settings = get_settings()
     entry = DynamoLedgerStore(wiring.dynamodb(), settings.ledger_table).append(
         ProjectId(project),
@@ -1345,15 +1351,23 @@ def test_an_entry_naming_an_event_it_cannot_locate_stays_on_the_purge_s_work_lis
         reason_digest="0" * 64,
         tombstoned_at=format_instant(utc_now()),
         purge_after=format_instant(utc_now()),
-    )
+    )  # no event_locations: the old shape
 
     with caplog.at_level(logging.ERROR):
-        result = purge_later()
+        first = purge_later()
+        reported = [record.unlocated for record in caplog.records if hasattr(record, "unlocated")]
+        again = purge_later()
 
-    assert (result["entries"], result["events"]) == (0, 0)
-    assert "purge cannot finish some entries" in caplog.text
+    assert (first["entries"], first["events"]) == (0, 0)
+    assert reported == [[{"projectId": project, "receiptId": entry.id, "events": 1}]]  # once
+    assert again == {"applied": 0, "entries": 0, "memories": 0, "events": 0, "complete": True}
+    (item,) = [i for i in items_of(stack, "LedgerTable", project) if i.get("id", {}).get("S") == entry.id]
+    assert [e["S"] for e in item["unlocatedEventIds"]["L"]] == [event_id]
+    assert not {"duePk", "purgedAt"} & item.keys()
     assert receipt(project, entry.id).body["state"] == "tombstoned"
-    assert [e.get("payload") for e in events(project, STREAM).body["events"]] != [None]
+    (placeholder,) = entry.memory_ids
+    assert get_memory(project, placeholder).body["status"] == "purged"
+    assert_never_structured(stack, project, held)
 
 
 # -- 2. the webhook relay after a commit (forget, structuring) -------------------------------------------
@@ -1766,6 +1780,60 @@ def test_a_memory_re_resolved_current_within_its_run_moves_its_postings_to_the_c
     assert late_id in [memory_id for memory_id, _ in recalled(project, "zebra inventory")]
 
 
+def history_postings(stack: AwsStack, project: str, memory_id: str) -> set[tuple[int | None, str | None]]:
+    """The (validTo in ms, successor) each history posting of ``memory_id`` carries."""
+    items = _project_items(stack, stack.tables["TermIndexTable"], project)
+    return {
+        (posting.valid_to_ms, posting.successor)
+        for item in items
+        if item["pk"]["S"].split("#")[1] == "th" and item["sk"]["S"].endswith("#" + memory_id)
+        for posting in [decode_posting(memory_id, item["p"]["S"])]
+    }
+
+
+def test_a_memory_staged_behind_one_memory_and_committed_behind_its_successor_carries_the_final_end(
+    stack: AwsStack, faults: Faults
+) -> None:
+    """Filed behind the target (history, ending when the target began), its commit fails; the
+    target is then superseded by a newer memory, so the redelivery files it behind that one: the
+    same side, a later end. Its postings carry the final validTo and successor, not the staged
+    ones (recall's asOf filter reads them, without the item)."""
+    project = new_project()
+    target = a_structured_target(stack, project)
+    late_id, messages = a_late_statement(stack, project, LONG_TEXT, target)
+    faults.dynamodb.add(Fault("TransactWriteItems", "throughput", when=mentions(project, '":replaced"')))
+    assert run_structure(stack, messages, as_deployed=True)["batchItemFailures"]
+    faults.dynamodb.clear()
+    began = get_memory(project, target).body["validFrom"]
+    assert history_postings(stack, project, late_id) == {(instant_ms(began), target)}
+    staged = postings_by_side(stack, project, late_id)
+    newer = remember(
+        project,
+        {
+            "stream": STREAM,
+            "events": [
+                message(
+                    "t2",
+                    "The release target is July 20.",
+                    occurredAt="2025-01-08T09:00:00Z",
+                    supersedes=[target],
+                )
+            ],
+        },
+    )
+    structure_until_done(stack, take_job_messages(stack, {newer.body["jobId"]}))
+    successor = get_memory(project, target).body["supersededBy"][-1]
+
+    assert run_structure(stack, messages, as_deployed=True)["batchItemFailures"] == []
+
+    late = get_memory(project, late_id).body
+    assert (late["status"], late["supersededBy"]) == ("superseded", [successor])
+    final_end = get_memory(project, successor).body["validFrom"]
+    assert late["validTo"] == final_end != began
+    assert history_postings(stack, project, late_id) == {(instant_ms(final_end), successor)}
+    assert postings_by_side(stack, project, late_id) == staged  # written again where they were
+
+
 def test_postings_of_a_provisional_index_that_never_finished_are_purged_with_its_forgotten_stream(
     stack: AwsStack, faults: Faults
 ) -> None:
@@ -1825,4 +1893,111 @@ def test_postings_of_a_staged_memory_whose_index_never_finished_are_purged_with_
     purge_later()
 
     assert receipt(project, gone.body["receipt"]["id"]).body["state"] == "purged"
+    assert long_text_keys(stack, project) == []
+
+
+# -- the index repair (tools/repair_index.py): damage older versions left ---------------------------------
+
+
+def repair_index(stack: AwsStack, project: str, *extra: str) -> int:
+    return repair_main(
+        [
+            "--memories-table",
+            stack.tables["MemoriesTable"],
+            "--index-table",
+            stack.tables["TermIndexTable"],
+            "--endpoint-url",
+            stack.endpoint_url,
+            "--project",
+            project,
+            *extra,
+        ]
+    )
+
+
+def damaged(stack: AwsStack, project: str, memory_id: str) -> tuple[DynamoStructuringStore, MemoryRecord]:
+    """The structuring store on the stack's tables, and ``memory_id`` as stored."""
+    store = DynamoStructuringStore(
+        stack.dynamodb, stack.tables["MemoriesTable"], stack.tables["TermIndexTable"]
+    )
+    memory = store.get(ProjectId(project), memory_id)
+    assert memory is not None
+    return store, memory
+
+
+def test_the_index_repair_moves_and_rewrites_postings_older_versions_left_wrong_and_nothing_else(
+    stack: AwsStack,
+) -> None:
+    """An active memory whose postings were left on the history side (its item recording no side, as
+    items written then), and a superseded one whose postings lost their end and successor: the
+    repair puts the first's on the current side and rewrites the second's;
+    a healthy project is left exactly as it was, and a second run changes nothing."""
+    healthy = new_project()
+    remembered_and_structured(stack, healthy)
+    expected = state(stack, healthy)
+    project = new_project()
+    (reply,) = remembered_and_structured(stack, project)
+    older = f"{reply.body['memories'][0]['id']}-1"
+    store, retired = damaged(stack, project, older)
+    newer = retired.superseded_by[-1]
+    _, active = damaged(stack, project, newer)
+    store.move_postings(active, "c", "h")
+    stack.dynamodb.update_item(
+        TableName=stack.tables["MemoriesTable"],
+        Key={"pk": {"S": f"{project}#{newer}"}},
+        UpdateExpression="REMOVE ix",
+    )
+    store.restate_postings(replace(retired, valid_to=None, superseded_by=()), "h")
+    posted = postings_by_side(stack, project, newer)
+    assert list(posted) == ["th"]
+    assert history_postings(stack, project, older) == {(None, None)}
+
+    assert repair_index(stack, project) == 0
+
+    assert postings_by_side(stack, project, newer) == {"tc": posted["th"]}
+    assert newer in [memory_id for memory_id, _ in recalled(project, "release target")]
+    assert retired.valid_to is not None
+    assert history_postings(stack, project, older) == {(instant_ms(retired.valid_to), newer)}
+    repaired = state(stack, project)
+    assert repair_index(stack, project) == 0
+    assert state_difference(repaired, state(stack, project)) == []
+    assert repair_index(stack, healthy) == 0
+    assert state_difference(expected, state(stack, healthy)) == []
+
+
+def test_the_index_repair_erases_the_postings_of_an_index_that_never_finished_before_markers_existed(
+    stack: AwsStack, faults: Faults, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """remember's index of a long event applied its first chunk, never its last, and left no marker
+    (as before markers existed): no memory accounts for those postings. The repair erases them, with
+    the counters they leave at zero (their keys hold stems), in runs bounded by --max-items that each
+    resume where the last stopped."""
+    project = new_project()
+    faults.dynamodb.add(
+        Fault(
+            "TransactWriteItems",
+            "throughput",
+            nth=2,
+            times=1000,
+            when=both(mentions(project), touches(stack.tables["TermIndexTable"])),
+        )
+    )
+    reply = remember(project, {"stream": STREAM, "events": [message("k1", LONG_TEXT)]})
+    faults.dynamodb.clear()
+    assert reply.status == 202
+    (marker,) = [key for key in long_text_keys(stack, project) if f"{project}#ix#" in key]
+    stack.dynamodb.delete_item(
+        TableName=stack.tables["TermIndexTable"], Key={"pk": {"S": marker}, "sk": {"S": "marker"}}
+    )
+    assert long_text_keys(stack, project)  # the first chunk's postings and counters
+
+    runs = [repair_index(stack, project, "--max-items", "40")]
+    while runs[-1] == STOPPED_EXIT and len(runs) < 50:
+        resume = re.search(r"--cursor '([^']*)'", capsys.readouterr().out)
+        assert resume is not None
+        cursor = resume.group(1)
+        runs.append(repair_index(stack, project, "--max-items", "40", "--cursor", cursor))
+
+    assert runs[-1] == 0
+    assert len(runs) > 2  # bounded: several runs, each resumed
     assert long_text_keys(stack, project) == []

@@ -94,17 +94,17 @@ def test_given_a_remembered_event_when_structured_then_its_provisional_memory_is
     assert kaibo.memories.corpus[PROJECT].docs == 1  # the replaced copy left the index
 
 
-def test_given_memories_this_run_staged_then_their_side_is_not_read_back_but_a_redelivery_s_is(
+def test_given_memories_this_run_staged_then_their_postings_are_not_read_back_but_a_redelivery_s_are(
     kaibo: EmbeddedKaibo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked: list[list[str]] = []
-    read = kaibo.memories.posted_sides
+    read = kaibo.memories.posted_records
 
     def counted(project: ProjectId, memory_ids: Iterable[str]) -> dict[str, str | None]:
         asked.append(list(memory_ids))
         return read(project, memory_ids)
 
-    monkeypatch.setattr(kaibo.memories, "posted_sides", counted)
+    monkeypatch.setattr(kaibo.memories, "posted_records", counted)
     job_id, _ = remember(kaibo, event("k1", "The release target is July 13", "2026-06-01T09:00:00Z"))
     first = kaibo.structure(PROJECT, job_id)
     assert asked == []  # staged by this run: it knows the side (one read per event saved)

@@ -25,7 +25,10 @@ Layout (keys built only by kaibo_core.core.storage_keys):
   most one entry; an expired record is read as absent (TTL deletes it within days, not at once).
 - The purge's work list: an entry not purged yet carries ``duePk = due`` and ``dueSk =
   <purgeAfter>#<project>#<seq>`` (the sparse ``PurgeDue`` index, oldest first); ``mark_purged``
-  removes them and sets ``purgedAt`` (not hashed: the entry's header never changes).
+  removes them and sets ``purgedAt`` (not hashed: the entry's header never changes). An entry
+  the purge finished without erasing every event's payload (written before ``eventLocations``,
+  naming an event no memory cites: its place is unknown) leaves it through ``mark_unlocated``
+  instead: ``unlocatedEventIds`` (L of S) and ``unlocatedAt`` set, no ``purgedAt``.
 
 An append reads the head (strongly consistent) and writes the entry, its receipt pointer
 and the new head in ONE TransactWriteItems, the head conditioned on still being what was
@@ -506,6 +509,18 @@ class DynamoLedgerStore:
             UpdateExpression="SET purgedAt = if_not_exists(purgedAt, :at) REMOVE duePk, dueSk",
             ConditionExpression="attribute_exists(pk)",
             ExpressionAttributeValues={":at": s(purged_at)},
+        )
+
+    def mark_unlocated(self, entry: LedgerEntry, event_ids: Sequence[str], at: str) -> None:
+        """The purge finished ``entry`` except the payloads of ``event_ids``, whose place is unknown:
+        off the work list, those ids kept for the operator, not purged (idempotent)."""
+        self._client.update_item(
+            TableName=self._table,
+            Key=key(storage_keys.ledger_entry_key(ProjectId(entry.project_id), entry.seq)),
+            UpdateExpression="SET unlocatedEventIds = :ids, unlocatedAt = if_not_exists(unlocatedAt, :at) "
+            "REMOVE duePk, dueSk",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues={":ids": strings(sorted(event_ids)), ":at": s(at)},
         )
 
     def purged_at(self, entry: LedgerEntry) -> str | None:

@@ -18,7 +18,8 @@ and increments a corpus shard. A chunk that was already applied fails on its
 first condition and is skipped; the memory item, written last, marks the whole
 index as done. So a retry, a replay or a concurrent duplicate never counts twice,
 and recall (which checks the memory item) never serves a half-indexed memory. The item
-records the side its postings are on (``ix``), which structuring reads when they move.
+records the side its postings are on and the end and successor they carry (``ix``), which
+structuring reads for the memories another run staged.
 
 Each chunk but the last also checks that the memory item does not exist: once it does,
 nothing is written again, on either side (a structured memory staged again for the other
@@ -48,6 +49,8 @@ from kaibo_core.core.indexing import (
     memory_plan,
     memory_side,
     posting_of,
+    postings_record,
+    recorded_side,
     shard_of,
 )
 from kaibo_core.core.models.memories import MemoryRecord, SemanticPlacement, SourceEventRef
@@ -66,9 +69,11 @@ MAX_TRANSACTION_ATTEMPTS: Final = 8
 #: BatchGetItem rounds for keys DynamoDB left unprocessed (throttling) before giving up.
 MAX_BATCH_GET_ROUNDS: Final = 8
 BATCH_GET_KEYS: Final = 100
-#: The memory item's attribute naming the side its postings are on (``c`` or ``h``): written with
-#: the item, changed when they move. Absent on items written before it existed.
-POSTED_SIDE: Final = "ix"
+#: The memory item's attribute recording its postings (``kaibo_core.core.indexing.postings_record``:
+#: their side, and the end and successor they carry): written with the item, changed when they move
+#: or are written again. Absent on items written before it existed; the side alone on items written
+#: before it recorded more.
+POSTINGS_RECORD: Final = "ix"
 _BACKOFF_BASE_SECONDS: Final = 0.01
 _BACKOFF_CAP_SECONDS: Final = 0.5
 
@@ -110,7 +115,7 @@ def memory_item(memory: MemoryRecord, dl: int, side: str | None = None) -> Item:
     if memory.semantic is not None:
         item["sem"] = s(encode_placement(memory.semantic))
     if side is not None:
-        item[POSTED_SIDE] = s(side)
+        item[POSTINGS_RECORD] = s(postings_record(memory, side))
     return item
 
 
@@ -166,7 +171,7 @@ def posting_item(project: ProjectId, memory: MemoryRecord, side: str, entry: Ter
 
 def marked_memory(project: ProjectId, marker: dict[str, Any]) -> tuple[MemoryRecord, str]:
     """The memory an index marker holds, and the side its postings are written on."""
-    return memory_from_item(project, marker), str(marker[POSTED_SIDE]["S"])
+    return memory_from_item(project, marker), recorded_side(str(marker[POSTINGS_RECORD]["S"]))
 
 
 def _failed_at(reasons: list[str | None], position: int | None, actions: int) -> bool:

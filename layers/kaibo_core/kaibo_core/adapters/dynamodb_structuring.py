@@ -14,10 +14,12 @@ concurrent duplicate job converges on the same state:
    provisional memory still being ``provisional``: a forget in between refuses it.
 4. ``unindex`` the replaced provisional memory and ``move_postings`` of the retired
    ones (to history) and of structured ones committed on the other side than they were
-   staged on (``posted_sides``, read for those another run staged: the service knows
-   where it staged its own): recall's default reads only the current side, so a
-   memory there must be found there. Chunked and conditional like indexing; a retry
-   completes it.
+   staged on; ``restate_postings`` of a structured one committed on the side it was staged
+   on but with another end or successor (resolved again since its staging): its postings
+   carry those, for recall's asOf filter. What the postings say is recorded on the item
+   (``posted_records``, read for those another run staged: the service knows what it
+   staged itself): recall's default reads only the current side, so a memory there must be
+   found there. Chunked and conditional like indexing; a retry completes it.
 """
 
 from __future__ import annotations
@@ -29,14 +31,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from botocore.exceptions import ClientError
 
 from kaibo_core.adapters.dynamodb_memories import (
-    POSTED_SIDE,
+    POSTINGS_RECORD,
     DynamoMemoryStore,
     conflict_backoff,
     posting_item,
 )
 from kaibo_core.adapters.dynamodb_values import key, n, s, strings
 from kaibo_core.core import storage_keys
-from kaibo_core.core.indexing import TermEntry, memory_plan
+from kaibo_core.core.indexing import TermEntry, memory_plan, postings_record
 from kaibo_core.core.models.memories import MemoryRecord
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.structuring.plan import CommitOutcome, StructuringCommit, require_staged
@@ -297,7 +299,7 @@ class DynamoStructuringStore(DynamoMemoryStore):
     def move_postings(self, memory: MemoryRecord, from_side: str, to_side: str) -> None:
         """Move ``memory``'s postings from one side to the other, with its status and ``validTo``
         as given in them (no counts change: it is still one indexed memory). The last chunk also
-        records the new side on the memory item. A chunk moved already (or removed by a forget)
+        records them, with the new side, on the memory item. A chunk moved already (or removed by a forget)
         fails its conditions and is skipped."""
         project = ProjectId(memory.project_id)
         plan = memory_plan(memory)
@@ -316,17 +318,48 @@ class DynamoStructuringStore(DynamoMemoryStore):
                     }
                 )
             if number == len(chunks) - 1:
-                record = f"SET {POSTED_SIDE} = :side"
-                actions.append(
-                    self._update(project, memory.id, record, "attribute_exists(pk)", {":side": s(to_side)})
-                )
+                actions.append(self._record_postings(memory, to_side))
             self._transact(actions, memory_position=None)
 
-    def posted_sides(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, str | None]:
-        """The side each memory's postings are on, as its item records it (None: not recorded, an
+    def restate_postings(self, memory: MemoryRecord, side: str) -> None:
+        """Write ``memory``'s postings on ``side`` again with its status, ``validTo`` and successor
+        as given (they stay where they are: no counts change). The last chunk also records them on
+        the memory item. Only postings that exist are written: a chunk a forget removed meanwhile
+        fails its conditions and is skipped, and is not brought back."""
+        project = ProjectId(memory.project_id)
+        plan = memory_plan(memory)
+        chunks = plan.chunks()
+        for number, chunk in enumerate(chunks):
+            actions: list[TransactWriteItemTypeDef] = [
+                {
+                    "Put": {
+                        "TableName": self._index,
+                        "Item": posting_item(project, memory, side, entry, plan.dl),
+                        "ConditionExpression": "attribute_exists(pk)",
+                    }
+                }
+                for entry in chunk
+            ]
+            if number == len(chunks) - 1:
+                actions.append(self._record_postings(memory, side))
+            self._transact(actions, memory_position=None)
+
+    def _record_postings(self, memory: MemoryRecord, side: str) -> TransactWriteItemTypeDef:
+        return self._update(
+            ProjectId(memory.project_id),
+            memory.id,
+            f"SET {POSTINGS_RECORD} = :record",
+            "attribute_exists(pk)",
+            {":record": s(postings_record(memory, side))},
+        )
+
+    def posted_records(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, str | None]:
+        """What each memory's item records of its postings (``postings_record``; None: nothing, an
         item written before the record existed)."""
-        items = self._batch_get(project, memory_ids, projection=f"id, {POSTED_SIDE}")
-        return {item["id"]["S"]: item[POSTED_SIDE]["S"] if POSTED_SIDE in item else None for item in items}
+        items = self._batch_get(project, memory_ids, projection=f"id, {POSTINGS_RECORD}")
+        return {
+            item["id"]["S"]: item[POSTINGS_RECORD]["S"] if POSTINGS_RECORD in item else None for item in items
+        }
 
     def _delete_posting(
         self, project: ProjectId, side: str, entry: TermEntry, memory_id: str

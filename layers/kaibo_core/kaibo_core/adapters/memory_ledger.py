@@ -29,6 +29,8 @@ class InMemoryLedgerStore:
         self.entries: dict[str, list[LedgerEntry]] = {}
         self._receipts: dict[tuple[str, str], int] = {}
         self.purged: dict[tuple[str, int], str] = {}
+        #: (project, seq) -> the events the purge could not locate, and when it finished the entry.
+        self.unlocated: dict[tuple[str, int], tuple[tuple[str, ...], str]] = {}
         self.applied: set[tuple[str, int]] = set()
         self.keys: dict[tuple[str, str], KeyedForget] = {}
 
@@ -123,13 +125,19 @@ class InMemoryLedgerStore:
                 entry
                 for entries in self.entries.values()
                 for entry in entries
-                if entry.purge_after < before and (entry.project_id, entry.seq) not in self.purged
+                if entry.purge_after < before
+                and (entry.project_id, entry.seq) not in self.purged
+                and (entry.project_id, entry.seq) not in self.unlocated
             ]
         return sorted(waiting, key=lambda e: (e.purge_after, e.project_id, e.seq))[:limit]
 
     def mark_purged(self, entry: LedgerEntry, purged_at: str) -> None:
         with self._lock:
             self.purged.setdefault((entry.project_id, entry.seq), purged_at)
+
+    def mark_unlocated(self, entry: LedgerEntry, event_ids: Sequence[str], at: str) -> None:
+        with self._lock:
+            self.unlocated.setdefault((entry.project_id, entry.seq), (tuple(sorted(event_ids)), at))
 
     def purged_at(self, entry: LedgerEntry) -> str | None:
         with self._lock:

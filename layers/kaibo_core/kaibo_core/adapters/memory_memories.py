@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from kaibo_core.core.indexing import memory_plan, memory_side, posting_of
+from kaibo_core.core.indexing import memory_plan, memory_side, posting_of, postings_record
 from kaibo_core.core.models.memories import CorpusStats, MemoryRecord, Posting, TermRead
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.structuring.plan import CommitOutcome, StructuringCommit, require_staged
@@ -27,8 +27,8 @@ class InMemoryMemoryStore:
         self.postings: dict[tuple[str, str, str], dict[str, tuple[int, Posting]]] = {}
         self.doc_freqs: dict[tuple[str, str], int] = {}
         self.corpus: dict[str, CorpusStats] = {}
-        #: (project, memory id) -> the side its postings are on (the DynamoDB item's ``ix``)
-        self.sides: dict[tuple[str, str], str] = {}
+        #: (project, memory id) -> what its postings say (the DynamoDB item's ``ix``: postings_record)
+        self.records: dict[tuple[str, str], str] = {}
 
     def index_new(self, memory: MemoryRecord) -> bool:
         if memory.content is None:
@@ -50,7 +50,7 @@ class InMemoryMemoryStore:
             stats = self.corpus.get(memory.project_id, CorpusStats(0, 0))
             self.corpus[memory.project_id] = CorpusStats(stats.docs + 1, stats.terms + plan.dl)
             self.memories[(memory.project_id, memory.id)] = memory
-            self.sides[(memory.project_id, memory.id)] = side
+            self.records[(memory.project_id, memory.id)] = postings_record(memory, side)
         return True
 
     def index_many(self, memories: Sequence[MemoryRecord]) -> list[bool | Exception]:
@@ -179,11 +179,21 @@ class InMemoryMemoryStore:
                         posting_of(memory, entry, plan.dl),
                     )
             if moved:
-                self.sides[(memory.project_id, memory.id)] = to_side
+                self.records[(memory.project_id, memory.id)] = postings_record(memory, to_side)
 
-    def posted_sides(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, str | None]:
+    def restate_postings(self, memory: MemoryRecord, side: str) -> None:
+        plan = memory_plan(memory)
         with self._lock:
-            return {m: self.sides.get((project, m)) for m in memory_ids if (project, m) in self.memories}
+            for entry in plan.entries:
+                postings = self.postings.get((memory.project_id, side, entry.term), {})
+                if memory.id in postings:  # one a forget removed is not brought back
+                    postings[memory.id] = (entry.impact, posting_of(memory, entry, plan.dl))
+            if (memory.project_id, memory.id) in self.memories:
+                self.records[(memory.project_id, memory.id)] = postings_record(memory, side)
+
+    def posted_records(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, str | None]:
+        with self._lock:
+            return {m: self.records.get((project, m)) for m in memory_ids if (project, m) in self.memories}
 
     def read(
         self,

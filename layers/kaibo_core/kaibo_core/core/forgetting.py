@@ -210,6 +210,26 @@ def same_event_memories(memory: MemoryRecord) -> list[str]:
     return list(memory.replaced_by)
 
 
+def unlocated_placeholder(project_id: str, event_id: str, now: str) -> MemoryRecord:
+    """The tombstoned provisional memory of a forgotten event whose place nothing records (a ledger
+    entry written before entries kept their events' locations, naming an event no memory cites): it
+    cites no event (none could be read), but like ``forgotten_placeholder`` it keeps anything from
+    being made from the event later."""
+    return MemoryRecord(
+        project_id=project_id,
+        id=provisional_memory_id(event_id),
+        status="tombstoned",
+        type="episode",
+        content=None,
+        valid_from=now,
+        valid_to=None,
+        confidence=0.0,
+        stream="",
+        source_events=(),
+        created_at=now,
+    )
+
+
 def forgotten_placeholder(event: EventRecord, now: str) -> MemoryRecord:
     """The tombstoned provisional memory of a forgotten event that has none, so that none is made
     from it later (structuring and remember only ever put a memory item that does not exist)."""

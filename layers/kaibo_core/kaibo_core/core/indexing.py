@@ -124,17 +124,42 @@ def posting_of(memory: MemoryRecord, entry: TermEntry, dl: int) -> Posting:
         tf=entry.tf,
         dl=dl,
         valid_from_ms=instant_ms(memory.valid_from),
-        valid_to_ms=None if memory.valid_to is None else instant_ms(memory.valid_to),
+        valid_to_ms=_valid_to_ms(memory),
         stream=memory.stream,
         type=memory.type,
         status=status,
         vector=posting_code(memory.semantic.vector)
         if memory.semantic is not None and is_cell_term(entry.term)
         else None,
-        successor=memory.superseded_by[-1]
-        if status in HISTORICAL_STATUSES and memory.superseded_by
-        else None,
+        successor=_successor(memory, status),
     )
+
+
+def _valid_to_ms(memory: MemoryRecord) -> int | None:
+    return None if memory.valid_to is None else instant_ms(memory.valid_to)
+
+
+def _successor(memory: MemoryRecord, status: str) -> str | None:
+    return memory.superseded_by[-1] if status in HISTORICAL_STATUSES and memory.superseded_by else None
+
+
+def postings_record(memory: MemoryRecord, side: str) -> str:
+    """What ``memory``'s postings on ``side`` say of it beyond its words, as its item records it
+    (``ix``): the side alone, or for postings that carry an end or a successor,
+    ``side|status|validToMs|successor``. Structuring compares it with a memory's final state to
+    know, without reading a posting, whether its postings must move or be written again."""
+    status = effective_status(memory)
+    valid_to, successor = _valid_to_ms(memory), _successor(memory, status)
+    if valid_to is None and successor is None:
+        return side
+    fields = [side, status, "" if valid_to is None else str(valid_to), successor or ""]
+    return POSTING_SEPARATOR.join(fields)
+
+
+def recorded_side(record: str) -> str:
+    """The side a ``postings_record`` names (a record written before validity was kept is the
+    side alone)."""
+    return record.split(POSTING_SEPARATOR, 1)[0]
 
 
 def memory_plan(memory: MemoryRecord) -> IndexPlan:

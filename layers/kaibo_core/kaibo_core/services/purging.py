@@ -21,6 +21,15 @@ For an entry, in this order, each step idempotent:
 4. the entry is marked purged (off the work list; receipts then read ``purged``), only if every
    event it names was found in step 3.
 
+An entry written before entries kept their events' locations may name an event that no memory
+cites: nothing records where it is (events are keyed by stream and seq; no item maps an event id to
+them), so its payload cannot be erased. Such an entry is finished all the same, once, instead of
+failing every run: a tombstoned placeholder without a source (``unlocated_placeholder``) keeps
+anything from being made from the event later (a job still pending makes nothing), every other step
+is done, and the entry leaves the work list marked ``unlocated`` with those event ids (its receipt
+keeps reading ``tombstoned``: not everything it names is erased). The run reports it, for the
+operator.
+
 A run that dies after any step is finished by the next, which repeats the steps already done at
 no harm. Nothing that is not named by a due entry (or made from its events) is touched.
 """
@@ -33,7 +42,7 @@ from datetime import timedelta
 from typing import Final, Protocol
 
 from kaibo_core.core.clock import Clock, format_instant
-from kaibo_core.core.forgetting import forgotten_placeholder
+from kaibo_core.core.forgetting import forgotten_placeholder, unlocated_placeholder
 from kaibo_core.core.ledger import LedgerEntry
 from kaibo_core.core.models.events import EventRecord
 from kaibo_core.core.models.memories import MemoryRecord
@@ -75,9 +84,10 @@ class PurgeResult:
     memories: int  # memories erased
     events: int  # event payloads erased
     complete: bool  # False if the run stopped for lack of time (the next run goes on)
-    #: Entries left on the work list because an event they name cannot be found (none cites it,
-    #: and the entry predates event locations): their payloads need an operator.
-    unfinished: int = 0
+    #: Entries finished this run with events whose place is unknown (none cites them, and the entry
+    #: predates event locations): (project, receipt id, how many events), for the operator; each
+    #: entry is reported by the one run that finishes it.
+    unlocated: tuple[tuple[str, str, int], ...] = ()
     #: What stopped an entry this run (it stays on the work list; the others went on).
     failures: tuple[Exception, ...] = ()
 
@@ -94,12 +104,15 @@ class Purger:
         the next: one entry that keeps failing never holds back every later erasure."""
         moment = self._clock()
         now = format_instant(moment)
-        applied = entries = memories = events = unfinished = 0
+        applied = entries = memories = events = 0
         failures: list[Exception] = []
+        unlocated: list[tuple[str, str, int]] = []
         unapplied: set[str] = set()
 
         def result(complete: bool) -> PurgeResult:
-            return PurgeResult(applied, entries, memories, events, complete, unfinished, tuple(failures))
+            return PurgeResult(
+                applied, entries, memories, events, complete, tuple(unlocated), tuple(failures)
+            )
 
         for entry in self._ledger.unapplied(format_instant(moment - APPLY_AFTER), limit):
             if not has_time():
@@ -117,12 +130,15 @@ class Purger:
             if entry.id in unapplied:
                 continue  # its forget is finished first, by a later run
             try:
-                erased, payloads, done = self.purge(entry, now)
+                erased, payloads, missing = self.purge(entry, now)
             except Exception as exc:  # as above
                 failures.append(exc)
                 continue
             memories, events = memories + erased, events + payloads
-            entries, unfinished = entries + done, unfinished + (not done)
+            if missing:
+                unlocated.append((entry.project_id, entry.id, len(missing)))
+            else:
+                entries += 1
         return result(complete=True)
 
     def apply(self, entry: LedgerEntry) -> None:
@@ -132,18 +148,21 @@ class Purger:
         self._store.remove_many_from_index(self._tombstone_all(entry))
         self._ledger.mark_applied(entry)
 
-    def purge(self, entry: LedgerEntry, now: str) -> tuple[int, int, bool]:
-        """Erase everything ``entry`` names; (memories erased, payloads erased, whether the entry
-        is done: marked purged only once every event it names has lost its payload)."""
+    def purge(self, entry: LedgerEntry, now: str) -> tuple[int, int, list[str]]:
+        """Erase everything ``entry`` names; (memories erased, payloads erased, the events whose
+        place is unknown). Marked purged once every event it names has lost its payload; else
+        marked unlocated with those events (both take it off the work list)."""
         targets = self._tombstone_all(entry)
+        targets += self._block_unlocated(entry, targets)
         self._store.erase_many([memory for memory in targets if memory.status != "purged"], now)
         named, made = _named_and_made(entry)
         self._store.erase_unfinished(ProjectId(entry.project_id), [*named, *made])
         payloads, unlocated = self._erase_payloads(entry, targets)
         if unlocated:
-            return len(targets), payloads, False
-        self._ledger.mark_purged(entry, now)
-        return len(targets), payloads, True
+            self._ledger.mark_unlocated(entry, unlocated, now)
+        else:
+            self._ledger.mark_purged(entry, now)
+        return len(targets), payloads, unlocated
 
     def _tombstone_all(self, entry: LedgerEntry) -> list[MemoryRecord]:
         """Every memory of ``entry`` tombstoned, each as it was before (with its text, for the index
@@ -171,6 +190,23 @@ class Purger:
             was = self._store.tombstone(project, placeholder.id, _marks(entry), placeholder=placeholder)
             placed.append(was if was is not None else placeholder)
         return placed
+
+    def _block_unlocated(self, entry: LedgerEntry, memories: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+        """For each event of ``entry`` that no memory cites and whose place it does not keep, its
+        ``unlocated_placeholder``, written: nothing can be made from the event after the entry
+        leaves the work list. A memory made from it since ``memories`` were read is tombstoned
+        instead, and returned (it cites the event: its payload is then erased too)."""
+        cited = {ref.event_id for memory in memories for ref in memory.source_events}
+        cited.update(event for event, _stream, _seq in entry.event_locations)
+        project = ProjectId(entry.project_id)
+        blocked: list[MemoryRecord] = []
+        for event_id in entry.event_ids:
+            if event_id in cited:
+                continue
+            placeholder = unlocated_placeholder(entry.project_id, event_id, entry.tombstoned_at)
+            was = self._store.tombstone(project, placeholder.id, _marks(entry), placeholder=placeholder)
+            blocked.append(was if was is not None else placeholder)
+        return blocked
 
     def _erase_payloads(self, entry: LedgerEntry, memories: Sequence[MemoryRecord]) -> tuple[int, list[str]]:
         """Erase the payload of every event ``entry`` names, cited or not; (how many, the events

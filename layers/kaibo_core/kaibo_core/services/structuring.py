@@ -14,7 +14,9 @@ For each event of the job, in order:
    resolved again.
 5. Postings follow the items: the replaced provisional memory is unindexed, retired
    memories move to the history side, and a structured memory staged on the other side
-   than its final status says (re-resolved since) moves there.
+   than its final status says (re-resolved since) moves there; one resolved again onto the
+   side it was staged on, with another end or successor, has its postings written again
+   (they carry both, for recall's asOf filter).
 
 Every step is idempotent: a redelivered job repeats nothing that counts twice.
 """
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from kaibo_core.core import webhooks
 from kaibo_core.core.clock import Clock, format_instant, instant_ms, utc_now
-from kaibo_core.core.indexing import index_side, memory_side
+from kaibo_core.core.indexing import index_side, memory_side, postings_record, recorded_side
 from kaibo_core.core.models.events import EventRecord
 from kaibo_core.core.models.memories import MemoryRecord
 from kaibo_core.core.provisional import provisional_memory, provisional_memory_id
@@ -267,7 +269,7 @@ class StructuringService:
             return []
         if provisional.status == "replaced":
             stats.replays += 1
-            self._finish_postings(project, provisional)
+            self._finish_postings(project, provisional, provisional.replaced_by)
             stats.memory_ids.extend(provisional.replaced_by)
             return list(provisional.replaced_by)
         if provisional.status != "provisional" or provisional.content is None:
@@ -329,15 +331,15 @@ class StructuringService:
             [self._draft_memory(provisional, position, draft) for position, draft in enumerate(drafts, 1)]
         )
         staged: set[str] = set()
-        #: The side this run staged a memory's postings on (not for one an earlier run began).
-        sides: dict[str, str] = {}
+        #: What the postings this run staged a memory with say (not for one an earlier run began).
+        records: dict[str, str] = {}
         for _ in range(MAX_RESOLVE_ROUNDS):
             change = self._resolve(project, provisional, base, drafts, stats)
             for memory in change.structured:
                 if memory.id not in staged:
                     staging = replace(memory, status="staged", becomes=memory.status)
                     if self._memories.stage(staging) and (side := memory_side(staging)) is not None:
-                        sides[memory.id] = side
+                        records[memory.id] = postings_record(staging, side)
                     staged.add(memory.id)
             reported = webhooks.structured(
                 *origin, change.structured_ids, [(r.memory_id, r.status, r.by) for r in change.retire]
@@ -350,10 +352,14 @@ class StructuringService:
                 self._memories.abandon_staged(project, [m.id for m in change.structured])
                 stats.refused += 1
                 return []
-            if outcome == "committed":
-                self._count(change, stats)
+            if outcome == "already_committed":
+                # Another run committed this event first, as it resolved it: its items, not this
+                # run's resolution, say where the postings go and what they carry.
+                self._finish_postings(project, provisional, change.structured_ids)
+                return change.structured_ids
+            self._count(change, stats)
             self._follow_postings(
-                project, provisional, [r.memory_id for r in change.retire], change.structured, sides
+                project, provisional, [r.memory_id for r in change.retire], change.structured, records
             )
             return change.structured_ids
         raise RuntimeError("links kept changing while structuring; the job will be retried")
@@ -445,29 +451,39 @@ class StructuringService:
         provisional: MemoryRecord,
         retired_ids: Sequence[str],
         structured: Iterable[MemoryRecord],
-        staged_sides: Mapping[str, str] | None = None,
+        staged_records: Mapping[str, str] | None = None,
     ) -> None:
-        """``staged_sides``: where this run staged memories (read for the others only)."""
+        """``staged_records``: what this run staged memories' postings with (read for the others
+        only: ``postings_record``)."""
         self._memories.unindex(provisional)
         memories = [*self._memories.get_many(project, retired_ids).values(), *structured]
-        known = dict(staged_sides or {})
+        known = dict(staged_records or {})
         unknown = [memory.id for memory in memories if memory.id not in known]
-        posted = {**(self._memories.posted_sides(project, unknown) if unknown else {}), **known}
+        posted = {**(self._memories.posted_records(project, unknown) if unknown else {}), **known}
         for memory in memories:
-            # A structured memory was staged on the side its first resolution chose, which a later
-            # one (same run, or a redelivery) may have changed. Unrecorded: an item written before
-            # sides were recorded, whose postings are current unless they moved already.
+            # A structured memory was staged as its first resolution said, which a later one (same
+            # run, or a redelivery) may have changed: its side, or on the same side its end and
+            # successor. Unrecorded: an item written before postings were recorded, whose postings
+            # are current unless they moved already (the index repair checks those).
             wanted = index_side(memory.status)
-            on = posted.get(memory.id) or "c"
-            if wanted is not None and wanted != on and memory.content is not None:
+            if wanted is None or memory.content is None:
+                continue
+            record = posted.get(memory.id)
+            on = "c" if record is None else recorded_side(record)
+            if wanted != on:
                 self._memories.move_postings(memory, on, wanted)
+            elif record is not None and record != postings_record(memory, wanted):
+                self._memories.restate_postings(memory, wanted)
 
-    def _finish_postings(self, project: ProjectId, provisional: MemoryRecord) -> None:
-        """Step 5 again for an event committed already: the run that committed it may have died
-        (or lost the commit's answer) before its postings followed, and a redelivery finds it
-        ``replaced``. Every step is idempotent, so what was done is not done twice. The memories
-        it retired are the ones its structured memories supersede."""
-        structured = self._memories.get_many(project, provisional.replaced_by)
+    def _finish_postings(
+        self, project: ProjectId, provisional: MemoryRecord, structured_ids: Sequence[str]
+    ) -> None:
+        """Step 5 again for an event committed already (``structured_ids``: what it was replaced
+        by): the run that committed it may have died (or lost the commit's answer) before its
+        postings followed, and a redelivery finds it ``replaced``. Every step is idempotent, so
+        what was done is not done twice. The memories it retired are the ones its structured
+        memories supersede."""
+        structured = self._memories.get_many(project, structured_ids)
         retired = [target for memory in structured.values() for target in memory.supersedes]
         self._follow_postings(project, provisional, retired, structured.values())
 

@@ -97,6 +97,17 @@ class MemoryRecord:
         return tuple(ref.event_id for ref in self.source_events)
 
 
+class PostingRef(NamedTuple):
+    """Where one posting is stored: its partition's project, side and term, and its sort key's
+    impact and memory (the index repair reads the index by keys)."""
+
+    project_id: str
+    side: str  # ``c`` or ``h``
+    term: str
+    impact: int
+    memory_id: str
+
+
 class Posting(NamedTuple):
     """One (term, memory) entry of the inverted index: what ranking and the filters need,
     so that recall never fetches a memory that will not be a candidate.
