@@ -601,7 +601,7 @@ class CapturingClient:
     def __init__(self) -> None:
         self.actions: list[dict[str, Any]] = []
 
-    def transact_write_items(self, TransactItems: list[dict[str, Any]]) -> None:  # noqa: N803 - boto3's name
+    def transact_write_items(self, TransactItems: list[dict[str, Any]], **_: Any) -> None:  # noqa: N803 - boto3's name
         self.actions = TransactItems
 
 

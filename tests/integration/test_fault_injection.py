@@ -245,6 +245,7 @@ VOLATILE = frozenset(
         "requestDigest",
         "reasonSalt",
         "writtenAt",
+        "lastTestAt",
     }
 )
 
@@ -2001,3 +2002,237 @@ def test_the_index_repair_erases_the_postings_of_an_index_that_never_finished_be
     assert runs[-1] == 0
     assert len(runs) > 2  # bounded: several runs, each resumed
     assert long_text_keys(stack, project) == []
+    assert long_text_keys(stack, project) == []
+
+
+# -- 9. races DynamoDB answers with an error: a transaction still in progress, a transaction conflict -----
+#
+# ``in_progress``: the SDK's retry met its own first attempt still committing and gave up; that first
+# attempt commits. The store asks again with the same ClientRequestToken and DynamoDB answers with
+# the first attempt's outcome (kaibo_core.adapters.dynamodb_transactions). Before, every one was a 500.
+
+#: Calls a fault answers when it is meant to outlast every retry of the request.
+KEEPS_RACING = 1000
+
+
+def test_an_event_transaction_still_in_progress_is_asked_again_with_its_token_and_written_once(
+    stack: AwsStack, faults: Faults
+) -> None:
+    reference = new_project()
+    remembered_and_structured(stack, reference)
+    project = new_project()
+    fault = faults.dynamodb.add(
+        Fault(
+            "TransactWriteItems",
+            "in_progress",
+            when=both(mentions(project), touches(stack.tables["EventsTable"])),
+        )
+    )
+
+    reply = remember_ok(project)
+
+    assert fault.fired == ["TransactWriteItems"]
+    assert [e["replayed"] for e in reply.body["events"]] == [False, False]
+    assert queued_job_ids(stack) == [reply.body["jobId"]]
+    structure_until_done(stack, take_job_messages(stack, {reply.body["jobId"]}))
+    assert_acknowledged_events_kept(project, [reply])
+    assert_recall_as_without_faults(reference, project)
+    assert_same_state(stack, reference, project)
+
+
+def test_an_event_transaction_in_progress_past_the_deadline_answers_429_and_the_retry_replays_it(
+    stack: AwsStack, faults: Faults
+) -> None:
+    """The first attempt commits (whole: a transaction), but it is still in progress whenever it
+    is asked again: 429 with Retry-After, and the client's retry with the same keys replays it."""
+    reference = new_project()
+    remembered_and_structured(stack, reference)
+    project = new_project()
+    faults.dynamodb.add(
+        Fault(
+            "TransactWriteItems",
+            "in_progress",
+            times=KEEPS_RACING,
+            when=both(mentions(project), touches(stack.tables["EventsTable"])),
+        )
+    )
+
+    busy = remember(project, body_of(BATCH))
+
+    assert busy.status == 429, busy.body
+    assert busy.body["error"]["code"] == "stream_busy"
+    assert busy.headers["Retry-After"] == "1"
+    assert len(events(project, STREAM).body["events"]) == 2  # the first attempt: once, whole
+    faults.dynamodb.clear()
+    retried = remember_ok(project)
+    assert [e["replayed"] for e in retried.body["events"]] == [True, True]
+    assert sweep_later() == 1  # its job, whose message the busy request never sent
+    structure_until_done(stack, take_job_messages(stack, {retried.body["jobId"]}))
+    assert_acknowledged_events_kept(project, [retried])
+    assert_recall_as_without_faults(reference, project)
+    assert_same_state(stack, reference, project)
+
+
+@pytest.mark.parametrize("step", ["ledger append", "index removal"])
+def test_a_forget_transaction_still_in_progress_is_asked_again_with_its_token_and_forgets_once(
+    stack: AwsStack, faults: Faults, step: str
+) -> None:
+    reference = new_project()
+    remembered_and_structured(stack, reference)
+    assert forget(reference, FORGET).status == 200
+    project = new_project()
+    replies = remembered_and_structured(stack, project)
+    operation, when = forget_step(stack, project, step)
+    fault = faults.dynamodb.add(Fault(operation, "in_progress", when=when))
+
+    reply = forget(project, FORGET)
+
+    assert fault.fired == [operation]
+    assert reply.status == 200, reply.body
+    assert len(ledger(project).body["entries"]) == 1
+    assert purge_later()["applied"] == 0  # nothing left to finish
+    assert recalled(project, "release target") == []
+    assert_acknowledged_events_kept(project, replies)
+    assert_same_state(stack, reference, project)
+
+
+def test_a_ledger_append_that_keeps_conflicting_answers_429_writes_nothing_and_the_retry_forgets_once(
+    stack: AwsStack, faults: Faults
+) -> None:
+    reference = new_project()
+    remembered_and_structured(stack, reference)
+    assert forget(reference, FORGET).status == 200
+    project = new_project()
+    replies = remembered_and_structured(stack, project)
+    before = state(stack, project)
+    operation, when = forget_step(stack, project, "ledger append")
+    faults.dynamodb.add(Fault(operation, "conflict", times=KEEPS_RACING, when=when))
+
+    busy = forget(project, FORGET)
+
+    assert busy.status == 429, busy.body
+    assert busy.body["error"]["code"] == "ledger_busy"
+    assert busy.headers["Retry-After"] == "1"
+    assert ledger(project).body["entries"] == []
+    assert state(stack, project) == before  # nothing of it
+    faults.dynamodb.clear()
+    assert forget(project, FORGET).status == 200
+    assert len(ledger(project).body["entries"]) == 1
+    assert_acknowledged_events_kept(project, replies)
+    assert_same_state(stack, reference, project)
+
+
+@pytest.mark.parametrize(
+    ("kind", "times"),
+    [("in_progress", 1), ("in_progress", KEEPS_RACING), ("conflict", KEEPS_RACING)],
+    ids=["in-progress-once", "in-progress-past-the-deadline", "conflicting-past-the-deadline"],
+)
+def test_a_structuring_commit_racing_converges_in_the_run_or_when_the_message_is_redelivered(
+    stack: AwsStack, faults: Faults, kind: Any, times: int
+) -> None:
+    """Asked again with its token, a commit still in progress is done in the same run; one that
+    keeps racing fails the message (the first attempt committed whole, or nothing did), and the
+    redelivery ends in the fault-free state."""
+    reference = new_project()
+    remembered_and_structured(stack, reference)
+    project = new_project()
+    reply = remember_ok(project)
+    messages = take_job_messages(stack, {reply.body["jobId"]})
+    operation, when = structuring_step(stack, project, "commit")
+    fault = faults.dynamodb.add(Fault(operation, kind, times=times, when=when))
+
+    first = run_structure(stack, messages, as_deployed=True)
+    faults.dynamodb.clear()
+
+    assert fault.fired
+    failed = [f["itemIdentifier"] for f in first["batchItemFailures"]]
+    assert failed == ([] if times == 1 else [messages[0]["MessageId"]])
+    structure_until_done(stack, messages)
+    assert get_job(project, reply.body["jobId"]).body["status"] == "done"
+    assert_acknowledged_events_kept(project, [reply])
+    assert_recall_as_without_faults(reference, project)
+    assert_same_state(stack, reference, project)
+
+
+def outbox_event_keys(stack: AwsStack, project: str) -> list[str]:
+    return sorted(item["sk"]["S"] for item in items_of(stack, "WebhooksTable", f"{project}#outbox"))
+
+
+def test_webhook_writes_still_in_progress_are_asked_again_with_their_token_and_made_once(
+    stack: AwsStack, faults: Faults
+) -> None:
+    project = new_project()
+    faults.dynamodb.add(Fault("TransactWriteItems", "in_progress", when=mentions(project, "wh#")))
+    created = hooks(project, "POST", body={"url": "https://example.com/hook", "events": ["memory.forgotten"]})
+    assert created.status == 201, created.body
+    assert [hook["id"] for hook in hooks(project, "GET").body["webhooks"]] == [created.body["id"]]
+    assert wiring.webhook_store().head(ProjectId(project)) == (0, 1, True)
+
+    faults.dynamodb.clear()
+    faults.dynamodb.add(Fault("TransactWriteItems", "in_progress", when=mentions(f"{project}#outbox")))
+    sent = hooks(project, "POST", f"{created.body['id']}/test")
+    assert sent.status == 202, sent.body
+    assert outbox_event_keys(stack, project) == [f"{sent.body['seq']:012d}", "head"]
+
+    faults.dynamodb.clear()
+    faults.dynamodb.add(Fault("TransactWriteItems", "in_progress", when=mentions(project, "wh#")))
+    assert hooks(project, "DELETE", created.body["id"]).status == 204
+    assert hooks(project, "GET").body["webhooks"] == []
+    assert wiring.webhook_store().head(ProjectId(project)) == (1, 0, True)
+
+
+def test_webhook_writes_that_keep_conflicting_answer_429_and_write_nothing(
+    stack: AwsStack, faults: Faults
+) -> None:
+    """Creating a webhook, sending it a test event, deleting it: each answers 429 with Retry-After
+    when its transaction keeps meeting another one, writes nothing, and goes through once retried
+    (the test event too: its webhook was not stamped as tested)."""
+    project = new_project()
+    keeps_conflicting = Fault("TransactWriteItems", "conflict", times=KEEPS_RACING, when=mentions(project))
+
+    def refused(reply: Reply) -> bool:
+        return (reply.status, reply.body["error"]["code"], reply.headers.get("Retry-After")) == (
+            429,
+            "transaction_busy",
+            "1",
+        )
+
+    faults.dynamodb.add(replace(keeps_conflicting))
+    assert refused(
+        hooks(project, "POST", body={"url": "https://example.com/hook", "events": ["memory.forgotten"]})
+    )
+    assert hooks(project, "GET").body["webhooks"] == []
+    faults.dynamodb.clear()
+    webhook_id = subscribe(project, "https://example.com/hook")["id"]
+
+    faults.dynamodb.add(replace(keeps_conflicting))
+    assert refused(hooks(project, "POST", f"{webhook_id}/test"))
+    assert outbox_event_keys(stack, project) == ["head"]
+    faults.dynamodb.clear()
+    assert hooks(project, "POST", f"{webhook_id}/test").status == 202  # not "too soon": nothing was sent
+
+    faults.dynamodb.add(replace(keeps_conflicting))
+    assert refused(hooks(project, "DELETE", webhook_id))
+    assert [hook["id"] for hook in hooks(project, "GET").body["webhooks"]] == [webhook_id]
+    faults.dynamodb.clear()
+    assert hooks(project, "DELETE", webhook_id).status == 204
+
+
+def test_admin_creates_still_in_progress_are_asked_again_with_their_token_and_made_once(
+    stack: AwsStack, faults: Faults
+) -> None:
+    faults.dynamodb.add(Fault("TransactWriteItems", "in_progress", when=mentions("project#")))
+    made = call("admin", "POST", "/v1/admin/projects", body={"name": "racing"}, context=ADMIN_CONTEXT)
+    assert made.status == 201, made.body
+    project = made.body["projectId"]
+    assert keys_of(stack, project) == [f"apikey#{made.body['keyId']}"]
+    assert authorizes(made.body["apiKey"])
+
+    faults.dynamodb.clear()
+    faults.dynamodb.add(Fault("TransactWriteItems", "in_progress", when=mentions(project, "apikey#")))
+    added = add_key(project, {"scopes": ["read"]})
+    assert added.status == 201, added.body
+    assert sorted(keys_of(stack, project)) == sorted(
+        [f"apikey#{made.body['keyId']}", f"apikey#{added.body['keyId']}"]
+    )
+    assert authorizes(added.body["apiKey"])

@@ -17,9 +17,12 @@ import pytest
 
 from kaibo_core.adapters.dynamodb_webhooks import DynamoWebhookStore
 from kaibo_core.core import storage_keys, webhook_signing
+from kaibo_core.core.errors import TooManyRequestsError
+from kaibo_core.core.limits import WEBHOOK_TEST_INTERVAL_SECONDS
 from kaibo_core.core.storage_keys import ProjectId
-from kaibo_core.core.webhooks import FanOut
+from kaibo_core.core.webhooks import FanOut, Subscription
 from kaibo_core.runtime import wiring
+from kaibo_core.services.webhooks import WebhooksService
 from kaibo_local.workers import sqs_event
 from tests.integration.api import FakeLambdaContext, Reply, call, handler_module, project_context
 from tests.integration.iam_calls import checked_invocation
@@ -82,7 +85,13 @@ def receiver() -> Iterator[Receiver]:
 
 
 def hooks(
-    project: str, method: str, path: str = "", body: Any = None, scopes: str = "read write forget"
+    project: str,
+    method: str,
+    path: str = "",
+    body: Any = None,
+    scopes: str = "read write forget",
+    *,
+    service: WebhooksService | None = None,
 ) -> Reply:
     resource = "/v1/webhooks" + ("/{webhook_id}" if path else "")
     parameters = None
@@ -98,6 +107,30 @@ def hooks(
         path_parameters=parameters,
         body=body,
         context=project_context(project, scopes),
+        services={"webhooks": service} if service else None,
+    )
+
+
+@dataclass
+class SteppedClock:
+    """A clock that moves only when told to."""
+
+    now: datetime = field(default_factory=lambda: datetime(2026, 6, 2, 9, 30, tzinfo=UTC))
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+def clocked_service(clock: SteppedClock) -> WebhooksService:
+    """The webhooks function's service as wired, on ``clock``."""
+    wired = wiring.webhooks_service()
+    outbox = wiring.webhook_outbox()
+    assert outbox is not None
+    return WebhooksService(
+        wiring.webhook_store(), wiring.webhook_cipher(), outbox, wired._check_url, clock=clock
     )
 
 
@@ -315,7 +348,8 @@ def test_rotation_signs_with_both_secrets_during_the_overlap_then_only_the_new_o
     rotated = hooks(project, "POST", f"{created['id']}/rotate-secret")
     assert rotated.status == 200
     assert rotated.body["secret"] != created["secret"]
-    hooks(project, "POST", f"{created['id']}/test")
+    clock = SteppedClock(datetime.now(UTC))
+    assert hooks(project, "POST", f"{created['id']}/test", service=clocked_service(clock)).status == 202
     pump(webhook_env, lambda: len(receiver.received) >= 1)
     assert verified(created["secret"], receiver)
     assert verified(rotated.body["secret"], receiver)
@@ -324,7 +358,8 @@ def test_rotation_signs_with_both_secrets_during_the_overlap_then_only_the_new_o
     until = datetime.fromisoformat(rotated.body["previousSecretValidUntil"].replace("Z", "+00:00"))
     later = wiring.webhook_dispatcher()
     later._clock = lambda: until + timedelta(seconds=1)  # the overlap's end, without waiting a day
-    hooks(project, "POST", f"{created['id']}/test")
+    clock.advance(WEBHOOK_TEST_INTERVAL_SECONDS)  # one test event per webhook per interval
+    assert hooks(project, "POST", f"{created['id']}/test", service=clocked_service(clock)).status == 202
     receiver.received.clear()
     pump(webhook_env, lambda: len(receiver.received) >= 1)
     assert verified(rotated.body["secret"], receiver)
@@ -366,3 +401,97 @@ def test_a_receiver_that_never_answers_is_never_called_by_remember_structuring_o
     memory = get_memory(project, made["memories"][0]["id"]).body["replacedBy"][0]
     assert forget(project, {"memoryId": memory, "reason": "test"}).status == 200
     assert receiver.received == []
+
+
+# --- test events: one per webhook per interval ------------------------------------------------------
+
+
+def outbox_tests(stack: Any, project: str) -> list[str]:
+    """The webhook ids of the project's ``webhook.test`` events in the outbox, oldest first."""
+    items = stack.dynamodb.query(
+        TableName=stack.tables["WebhooksTable"],
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": f"{project}#outbox"}},
+        ConsistentRead=True,
+    )["Items"]
+    return [
+        json.loads(item["data"]["S"])["webhookId"]
+        for item in items
+        if item.get("type", {}).get("S") == "webhook.test"
+    ]
+
+
+def test_a_second_test_event_within_the_interval_answers_429_with_the_seconds_left(webhook_env: Any) -> None:
+    """Each test event makes the service POST to the subscriber's URL: at most one per webhook per
+    WEBHOOK_TEST_INTERVAL_SECONDS. Sooner: 429 with the seconds left, and no event."""
+    project = new_project()
+    first, other = (
+        subscribe(project, "https://example.com/a")["id"],
+        subscribe(project, "https://example.com/b")["id"],
+    )
+    clock = SteppedClock()
+    service = clocked_service(clock)
+
+    assert hooks(project, "POST", f"{first}/test", service=service).status == 202
+    clock.advance(3.2)
+    too_soon = hooks(project, "POST", f"{first}/test", service=service)
+    other_webhook = hooks(project, "POST", f"{other}/test", service=service)
+    clock.advance(WEBHOOK_TEST_INTERVAL_SECONDS - 3.2 - 0.001)
+    still_too_soon = hooks(project, "POST", f"{first}/test", service=service)
+    clock.advance(0.001)
+    on_time = hooks(project, "POST", f"{first}/test", service=service)
+
+    assert (too_soon.status, too_soon.body["error"]["code"]) == (429, "webhook_test_too_soon")
+    assert too_soon.headers["Retry-After"] == "7"  # 6.8 s left, rounded up
+    assert too_soon.body["error"]["details"] == {"retryAfterSeconds": 7, "intervalSeconds": 10}
+    assert other_webhook.status == 202  # the limit is per webhook
+    assert (still_too_soon.status, still_too_soon.headers["Retry-After"]) == (429, "1")
+    assert on_time.status == 202, on_time.body
+    assert outbox_tests(webhook_env, project) == [first, other, first]
+
+
+def test_test_events_sent_at_once_for_one_webhook_make_one_event(webhook_env: Any) -> None:
+    """The limit is a condition in the test event's own transaction, not a read before it: two
+    requests racing at the same instant, each past the read of the webhook, make one event."""
+    project = new_project()
+    webhook_id = subscribe(project, "https://example.com/hook")["id"]
+    service = clocked_service(SteppedClock())
+    start = threading.Barrier(2)
+    outcomes: list[str] = []
+
+    def send() -> None:
+        start.wait(10)
+        try:
+            service.send_test(ProjectId(project), webhook_id)
+            outcomes.append("sent")
+        except TooManyRequestsError as exc:
+            outcomes.append(exc.code)
+
+    racers = [threading.Thread(target=send) for _ in range(2)]
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join(30)
+
+    assert sorted(outcomes) == ["sent", "webhook_test_too_soon"]
+    assert outbox_tests(webhook_env, project) == [webhook_id]
+
+
+def test_a_test_event_for_a_webhook_deleted_meanwhile_is_404_and_no_event(
+    webhook_env: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = new_project()
+    webhook_id = subscribe(project, "https://example.com/hook")["id"]
+    service = clocked_service(SteppedClock())
+    wired_get = service.get
+
+    def get_then_delete(owner: ProjectId, wanted: str) -> Subscription:
+        found = wired_get(owner, wanted)
+        assert wiring.webhook_store().delete(owner, wanted)  # another request, between read and write
+        return found
+
+    monkeypatch.setattr(service, "get", get_then_delete)
+    gone = hooks(project, "POST", f"{webhook_id}/test", service=service)
+
+    assert (gone.status, gone.body["error"]["code"]) == (404, "webhook_not_found")
+    assert outbox_tests(webhook_env, project) == []

@@ -24,7 +24,9 @@ from hypothesis import strategies as st
 from kaibo_core.adapters.dynamodb_ledger import MAX_APPEND_ATTEMPTS, DynamoLedgerStore
 from kaibo_core.adapters.memory_ledger import InMemoryLedgerStore
 from kaibo_core.core import chain, ids, ledger, storage_keys
+from kaibo_core.core.errors import TooManyRequestsError
 from kaibo_core.core.ledger import LedgerEntry, LedgerProblem, LedgerVerifier
+from kaibo_core.core.limits import TRANSACTION_RACE_ATTEMPTS, TRANSACTION_RACE_BACKOFF_CAP_SECONDS
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.ports import DeletionLedger
 
@@ -576,15 +578,33 @@ class CancellingClient:
         )
 
 
-def test_given_a_race_lost_every_time_then_ledger_conflict_after_the_attempts_with_backoff() -> None:
-    client = CancellingClient(["None", "None", "TransactionConflict"])
+def test_given_the_head_moved_every_time_then_ledger_busy_after_the_attempts_with_backoff() -> None:
+    client = CancellingClient(["None", "None", "ConditionalCheckFailed"])
     waits: list[float] = []
     store = DynamoLedgerStore(client, "t", sleep=waits.append)  # type: ignore[arg-type]
-    with pytest.raises(ledger.LedgerConflictError):
+    with pytest.raises(TooManyRequestsError) as raised:
         append(store, PROJECT, 1)
+    assert (raised.value.status, raised.value.code, raised.value.retry_after_seconds) == (
+        429,
+        "ledger_busy",
+        1,
+    )
     assert client.transactions == MAX_APPEND_ATTEMPTS
     assert len(waits) == MAX_APPEND_ATTEMPTS
     assert all(0 <= wait <= 0.5 for wait in waits)
+
+
+def test_given_a_transaction_conflict_every_time_then_the_same_entry_is_retried_then_ledger_busy() -> None:
+    """A TransactionConflict applied nothing and the head did not move: the same transaction is
+    sent again (dynamodb_transactions), never re-chained onto a new head, until it gives up."""
+    client = CancellingClient(["None", "None", "TransactionConflict"])
+    waits: list[float] = []
+    store = DynamoLedgerStore(client, "t", sleep=waits.append)  # type: ignore[arg-type]
+    with pytest.raises(TooManyRequestsError, match="forgets"):
+        append(store, PROJECT, 1)
+    assert client.transactions == TRANSACTION_RACE_ATTEMPTS
+    assert len(waits) <= TRANSACTION_RACE_ATTEMPTS - 1
+    assert all(0 <= wait <= TRANSACTION_RACE_BACKOFF_CAP_SECONDS for wait in waits)
 
 
 def test_given_a_cancellation_for_another_reason_then_it_is_not_retried() -> None:

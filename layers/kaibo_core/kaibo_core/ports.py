@@ -89,7 +89,7 @@ class DeletionLedger(Protocol):
     """The per-project, hash-chained ledger of forgets (DynamoLedgerStore, InMemoryLedgerStore).
 
     ``append`` assigns the next seq and chains the entry onto the head, retrying lost races
-    itself (LedgerConflictError once it gives up); ``receipt_id`` (default: a new one) makes a
+    itself (``429 ledger_busy`` once it gives up); ``receipt_id`` (default: a new one) makes a
     retried append idempotent. ``read`` pages entries in seq order with the next ``from_seq``.
     A keyed forget's record (``keyed``) is claimed in the append's transaction, or alone by
     ``claim_forget_key`` when the forget wrote no entry; ``forget_key`` reads it back.

@@ -9,9 +9,10 @@ Layout (keys built only by kaibo_core.core.storage_keys):
 
 An append is one TransactWriteItems: every idempotency key (``attribute_not_exists``),
 every event (``attribute_not_exists``) and the head (``headSeq = expected`` or
-absent for a new stream). A lost race (a failed condition, or a ``TransactionConflict`` with a
-concurrent transaction) is reported as ``AppendConflictError``, built from the positional
-cancellation reasons, for the service to retry.
+absent for a new stream). A failed condition is reported as ``AppendConflictError``, built from
+the positional cancellation reasons, for the service to retry; a ``TransactionConflict`` with a
+concurrent transaction, or the SDK's retry meeting the first attempt still in progress, is retried
+by ``dynamodb_transactions.transact_write`` (``429 stream_busy`` if it does not end in time).
 """
 
 from __future__ import annotations
@@ -25,11 +26,18 @@ from botocore.exceptions import ClientError
 from kaibo_core.adapters import dynamodb_values as values
 from kaibo_core.adapters.dynamodb_jobs import DynamoJobStore
 from kaibo_core.adapters.dynamodb_memories import conflict_backoff
+from kaibo_core.adapters.dynamodb_transactions import transact_write
 from kaibo_core.adapters.dynamodb_values import Item
 from kaibo_core.core import storage_keys
 from kaibo_core.core.errors import PayloadTooLargeError
 from kaibo_core.core.limits import DYNAMODB_MAX_ITEM_BYTES, DYNAMODB_MAX_TRANSACTION_BYTES
-from kaibo_core.core.models.events import AppendConflictError, EventRecord, IdempotencyClaim, StreamHead
+from kaibo_core.core.models.events import (
+    AppendConflictError,
+    EventRecord,
+    IdempotencyClaim,
+    StreamHead,
+    stream_busy,
+)
 from kaibo_core.core.models.jobs import JobRecord
 from kaibo_core.core.storage_keys import ProjectId
 
@@ -175,7 +183,7 @@ class DynamoEventStore:
             actions.append(self._jobs.put_action(job))
         self._check_sizes(actions)
         try:
-            self._client.transact_write_items(TransactItems=actions)
+            transact_write(self._client, actions, busy=lambda: stream_busy(stream, attempts=1))
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
                 raise

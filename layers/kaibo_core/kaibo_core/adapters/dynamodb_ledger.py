@@ -46,15 +46,16 @@ from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import ClientError
 
+from kaibo_core.adapters.dynamodb_transactions import transact_write
 from kaibo_core.adapters.dynamodb_values import Item, key, n, s, string_list, strings
 from kaibo_core.core import chain, storage_keys, webhooks
 from kaibo_core.core.backoff import full_jitter
 from kaibo_core.core.forgetting import AnsweredMember, ForgetKeyTakenError, KeyedForget
 from kaibo_core.core.ledger import (
     EventLocation,
-    LedgerConflictError,
     LedgerEntry,
     ReceiptIdTakenError,
+    ledger_busy,
     make_entry,
     new_receipt_id,
     records_same_forget,
@@ -230,7 +231,7 @@ class DynamoLedgerStore:
         event_locations: Sequence[EventLocation] = (),
         keyed: KeyedForget | None = None,
     ) -> LedgerEntry:
-        """Chain a new entry onto the head, retrying lost races; LedgerConflictError if they persist.
+        """Chain a new entry onto the head, retrying lost races; ``429 ledger_busy`` if they persist.
 
         ``receipt_id`` (default: a new one) is kept across retries. If it already names an
         entry of this project, that entry is returned when it records the same forget (a
@@ -271,9 +272,7 @@ class DynamoLedgerStore:
             if outcome == "key_taken" and keyed is not None:
                 raise ForgetKeyTakenError(keyed.key)
             self._sleep(full_jitter(attempt, _BACKOFF_BASE_SECONDS, _BACKOFF_CAP_SECONDS))
-        raise LedgerConflictError(
-            f"ledger append for project {project} lost the race {self._max_attempts} times"
-        )
+        raise ledger_busy()
 
     @staticmethod
     def _forgotten(entry: LedgerEntry) -> Notification:
@@ -311,7 +310,7 @@ class DynamoLedgerStore:
             *emit,
         ]
         try:
-            self._client.transact_write_items(TransactItems=actions)
+            transact_write(self._client, actions, busy=ledger_busy, sleep=self._sleep)
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
                 raise

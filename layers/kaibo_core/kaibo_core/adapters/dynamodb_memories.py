@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 from botocore.exceptions import ClientError
 
 from kaibo_core.adapters.aws import io_pool
+from kaibo_core.adapters.dynamodb_transactions import transact_write
 from kaibo_core.adapters.dynamodb_values import Item, key, n, s, string_list, strings
 from kaibo_core.core import storage_keys
 from kaibo_core.core.backoff import full_jitter
@@ -389,7 +390,7 @@ class DynamoMemoryStore:
         Positions may count from the end."""
         for attempt in range(MAX_TRANSACTION_ATTEMPTS):
             try:
-                self._client.transact_write_items(TransactItems=actions)
+                transact_write(self._client, actions, sleep=self._sleep)
             except ClientError as exc:
                 if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
                     raise

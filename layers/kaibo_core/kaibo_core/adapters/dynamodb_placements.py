@@ -18,6 +18,7 @@ from botocore.exceptions import ClientError
 
 from kaibo_core.adapters.dynamodb_memories import memory_from_item, placement_condition, posting_item
 from kaibo_core.adapters.dynamodb_structuring import DynamoStructuringStore
+from kaibo_core.adapters.dynamodb_transactions import transact_write
 from kaibo_core.adapters.dynamodb_values import key, s
 from kaibo_core.core import storage_keys
 from kaibo_core.core.indexing import cell_entries, memory_plan, memory_side
@@ -67,7 +68,7 @@ class DynamoPlacementStore(DynamoStructuringStore):
             actions.append({"Put": {"TableName": self._index, "Item": posting}})
             actions.append(self._count(storage_keys.doc_freq_key(project, entry.term, plan.df_shard), 1))
         try:
-            self._client.transact_write_items(TransactItems=actions)
+            transact_write(self._client, actions, sleep=self._sleep)
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException":
                 return False

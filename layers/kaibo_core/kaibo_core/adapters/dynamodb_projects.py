@@ -7,20 +7,21 @@ learns the project from the key, never the other way round.
 A write that creates a key is safe to send twice: the key's id and salted hash are made once per
 request, so when the SDK retries a transaction that had committed (its answer lost), the key's
 failed condition returns the stored item, and finding this request's own hash there means done.
-A transaction that lost a race to another one is tried again; after a few, ``429 project_busy``.
+A transaction that lost a race to another one, or met its own first attempt still in progress, is
+tried again (``dynamodb_transactions``); after a few, ``429 project_busy``.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from kaibo_core.adapters.dynamodb_transactions import transact_write
 from kaibo_core.core import storage_keys
 from kaibo_core.core.api_keys import IssuedKey
-from kaibo_core.core.backoff import full_jitter
 from kaibo_core.core.errors import NotFoundError, TooManyRequestsError
 from kaibo_core.core.models.keys import StoredKey
 from kaibo_core.core.storage_keys import ProjectId
@@ -30,10 +31,12 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
 
-#: Tries of a key's transaction that keeps losing races to other transactions.
-MAX_KEY_WRITE_ATTEMPTS: Final = 4
-_BACKOFF_BASE_SECONDS: Final = 0.02
-_BACKOFF_CAP_SECONDS: Final = 0.5
+def _project_busy() -> TooManyRequestsError:
+    return TooManyRequestsError(
+        "project_busy",
+        "The project is receiving too many concurrent changes; retry after the Retry-After seconds.",
+        retry_after_seconds=1,
+    )
 
 
 class _RefusedError(Exception):
@@ -83,27 +86,18 @@ class DynamoProjectStore:
     def _commit_with_key(self, actions: list[TransactWriteItemTypeDef], key: IssuedKey) -> None:
         """Apply ``actions``, whose last one puts ``key``; done too when that key is found stored
         by this very request. ``_RefusedError`` when a condition failed, 429 after lost races."""
-        for attempt in range(MAX_KEY_WRITE_ATTEMPTS):
-            try:
-                self._client.transact_write_items(TransactItems=actions)
+        try:
+            transact_write(self._client, actions, busy=_project_busy, sleep=self._sleep)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+                raise
+            reasons: list[dict[str, Any]] = list(exc.response.get("CancellationReasons", []))  # type: ignore[arg-type]
+            if reasons and _is_own_key(reasons[-1], key):
                 return
-            except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
-                    raise
-                reasons: list[dict[str, Any]] = list(exc.response.get("CancellationReasons", []))  # type: ignore[arg-type]
-                if reasons and _is_own_key(reasons[-1], key):
-                    return
-                codes = [reason.get("Code") for reason in reasons]
-                if "ConditionalCheckFailed" in codes:
-                    raise _RefusedError(codes) from exc
-                if "TransactionConflict" not in codes:
-                    raise
-                self._sleep(full_jitter(attempt, _BACKOFF_BASE_SECONDS, _BACKOFF_CAP_SECONDS))
-        raise TooManyRequestsError(
-            "project_busy",
-            "The project is receiving too many concurrent changes; retry (nothing was created).",
-            retry_after_seconds=1,
-        )
+            codes = [reason.get("Code") for reason in reasons]
+            if "ConditionalCheckFailed" in codes:
+                raise _RefusedError(codes) from exc
+            raise
 
     def create_project(  # noqa: PLR0917 - a project's fields
         self,

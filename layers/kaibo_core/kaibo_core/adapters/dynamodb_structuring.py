@@ -36,6 +36,7 @@ from kaibo_core.adapters.dynamodb_memories import (
     conflict_backoff,
     posting_item,
 )
+from kaibo_core.adapters.dynamodb_transactions import transact_write
 from kaibo_core.adapters.dynamodb_values import key, n, s, strings
 from kaibo_core.core import storage_keys
 from kaibo_core.core.indexing import TermEntry, memory_plan, postings_record
@@ -127,7 +128,7 @@ class DynamoStructuringStore(DynamoMemoryStore):
         for attempt in range(8):
             emit = self._outbox.prepare(project, notifications, now) if self._outbox else None
             try:
-                self._client.transact_write_items(TransactItems=[*actions, *(emit.actions if emit else ())])
+                transact_write(self._client, [*actions, *(emit.actions if emit else ())], sleep=self._sleep)
             except ClientError as exc:
                 reasons = _canceled_reasons(exc)
                 if reasons[:1] == ["ConditionalCheckFailed"]:

@@ -4,7 +4,9 @@ kaibo_core.core.storage_keys.
 
 - Subscriptions: ``pk = <project>#webhooks``, ``sk = wh#<id>``: ``url``, ``events`` (L),
   ``description``, ``createdAt``, ``fromSeq`` (N), ``status``, ``failingSince``?, ``secrets``
-  (L of S: the KMS ciphertexts, newest first), ``previousUntil``?.
+  (L of S: the KMS ciphertexts, newest first), ``previousUntil``?, ``lastTestAt``? (when its
+  last test event was sent: ``emit_test`` sends the next one only WEBHOOK_TEST_INTERVAL_SECONDS
+  later, a condition in the test event's own transaction).
 - Outbox: ``pk = <project>#outbox``, ``sk = <seq, 12 digits>``: ``type``, ``createdAt``,
   ``data`` (JSON text: ids only), ``onlyWebhook``?, ``emittedBy``? (the token of the ``emit``
   call that wrote it); until relayed to the queue, ``relayPk =
@@ -34,15 +36,17 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 from botocore.exceptions import ClientError
 
+from kaibo_core.adapters.dynamodb_transactions import transact_write, transaction_busy
 from kaibo_core.adapters.dynamodb_values import Item, key, n, s, string_list, strings
-from kaibo_core.core import storage_keys
+from kaibo_core.core import storage_keys, webhooks
 from kaibo_core.core.clock import format_instant, parse_instant, utc_now
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.webhooks import (
@@ -53,6 +57,7 @@ from kaibo_core.core.webhooks import (
     OutboxEvent,
     Subscription,
     TooManyWebhooksError,
+    WebhookTestTooSoonError,
 )
 
 if TYPE_CHECKING:
@@ -164,9 +169,12 @@ def _stored_by_failed_condition(reason: dict[str, Any]) -> dict[str, Any]:
 class DynamoWebhookStore:
     """Subscriptions, outbox, delivery states and attempts (see the module docstring)."""
 
-    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
+    def __init__(
+        self, client: DynamoDBClient, table_name: str, *, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
         self._client = client
         self._table = table_name
+        self._sleep = sleep
 
     # -- the outbox -------------------------------------------------------------------------------
 
@@ -236,25 +244,66 @@ class DynamoWebhookStore:
     def emit(
         self, project: ProjectId, notifications: Sequence[Notification], now: str
     ) -> tuple[OutboxEvent, ...]:
-        """Emit events that report no other write (``webhook.test``), retrying lost races."""
+        """Emit events that report no other write, retrying lost races."""
+        return self._emit(project, notifications, now, stamp=None)
+
+    def emit_test(
+        self, project: ProjectId, webhook_id: str, now: str, earliest_previous: str
+    ) -> tuple[OutboxEvent, ...]:
+        """The webhook's ``webhook.test`` event, with ``lastTestAt = now`` on its subscription in
+        the same transaction, on condition that its previous test was at ``earliest_previous`` or
+        before: WebhookTestTooSoonError (with that test's instant) otherwise; () if it is gone."""
+        stamp: TransactWriteItemTypeDef = {
+            "Update": {
+                "TableName": self._table,
+                "Key": key(storage_keys.webhook_key(project, webhook_id)),
+                "UpdateExpression": "SET lastTestAt = :now",
+                "ConditionExpression": "attribute_exists(pk) AND "
+                "(attribute_not_exists(lastTestAt) OR lastTestAt <= :earliest)",
+                "ExpressionAttributeValues": {":now": s(now), ":earliest": s(earliest_previous)},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+        return self._emit(project, [webhooks.ping(webhook_id)], now, stamp=stamp)
+
+    def _emit(
+        self,
+        project: ProjectId,
+        notifications: Sequence[Notification],
+        now: str,
+        stamp: TransactWriteItemTypeDef | None,
+    ) -> tuple[OutboxEvent, ...]:
+        """The outbox writes of ``notifications`` (and ``stamp``, last) in one transaction,
+        prepared again while the head moves under them."""
         token = secrets.token_hex(8)
         for _ in range(MAX_CREATE_ATTEMPTS):
             prepared = self.prepare(project, notifications, now, emitted_by=token)
             if prepared is None:
                 return ()
+            actions = [*prepared.actions, *([stamp] if stamp else [])]
             try:
-                self._client.transact_write_items(TransactItems=list(prepared.actions))
+                transact_write(self._client, actions, sleep=self._sleep)
             except ClientError as exc:
                 if not _cancelled(exc):
                     raise
+                reasons = _cancellation_reasons(exc)
                 if any(
                     _stored_by_failed_condition(reason).get("emittedBy", {}).get("S") == token
-                    for reason in _cancellation_reasons(exc)
+                    for reason in reasons
                 ):
                     return prepared.events  # the SDK retried this very transaction: it committed
-                continue
+                if (
+                    stamp is not None
+                    and len(reasons) == len(actions)
+                    and reasons[-1].get("Code") == ("ConditionalCheckFailed")
+                ):
+                    last = _stored_by_failed_condition(reasons[-1]).get("lastTestAt", {}).get("S")
+                    if last is None:
+                        return ()  # the webhook was deleted meanwhile
+                    raise WebhookTestTooSoonError(last) from exc
+                continue  # the head moved: another change emitted first
             return prepared.events
-        raise RuntimeError(f"outbox of project {project}: the head kept moving")
+        raise transaction_busy()
 
     def event(self, project: ProjectId, seq: int) -> OutboxEvent | None:
         item = self._client.get_item(
@@ -312,8 +361,9 @@ class DynamoWebhookStore:
                 }
             }
             try:
-                self._client.transact_write_items(
-                    TransactItems=[
+                transact_write(
+                    self._client,
+                    [
                         {
                             "Put": {
                                 "TableName": self._table,
@@ -323,7 +373,8 @@ class DynamoWebhookStore:
                             }
                         },
                         head,
-                    ]
+                    ],
+                    sleep=self._sleep,
                 )
             except ClientError as exc:
                 if not _cancelled(exc):
@@ -337,7 +388,7 @@ class DynamoWebhookStore:
                     return subscription_from_item(project, found[0])  # the SDK retried it: it committed
                 continue
             return stored
-        raise RuntimeError(f"webhooks of project {project}: the head kept moving")
+        raise transaction_busy()
 
     def get(self, project: ProjectId, webhook_id: str) -> Subscription | None:
         item = self._client.get_item(
@@ -358,8 +409,9 @@ class DynamoWebhookStore:
     def delete(self, project: ProjectId, webhook_id: str) -> bool:
         """Remove a subscription and uncount it; False if there was none."""
         try:
-            self._client.transact_write_items(
-                TransactItems=[
+            transact_write(
+                self._client,
+                [
                     {
                         "Delete": {
                             "TableName": self._table,
@@ -376,7 +428,8 @@ class DynamoWebhookStore:
                             "ExpressionAttributeValues": {":one": n(1)},
                         }
                     },
-                ]
+                ],
+                sleep=self._sleep,
             )
         except ClientError as exc:
             codes = _cancellation_codes(exc)

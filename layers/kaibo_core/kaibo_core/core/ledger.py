@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kaibo_core.core import chain, ids
+from kaibo_core.core.errors import TooManyRequestsError
 
 LEDGER_FORMAT_VERSION = 1
 
@@ -64,8 +65,14 @@ _REQUIRED_SERVED = (
 )
 
 
-class LedgerConflictError(RuntimeError):
-    """An append kept losing the race for the head; nothing was appended. Retry later."""
+def ledger_busy() -> TooManyRequestsError:
+    """An append kept losing the race for the head (or its transaction kept meeting another one);
+    nothing was appended, unless its first attempt was still committing. Retry later."""
+    return TooManyRequestsError(
+        "ledger_busy",
+        "Too many forgets are being recorded in this project at once; retry after the Retry-After seconds.",
+        retry_after_seconds=1,
+    )
 
 
 class ReceiptIdTakenError(ValueError):

@@ -47,3 +47,18 @@ MAX_QUESTION_CHARS = 4000
 DEFAULT_RECALL_BUDGET = 300
 MAX_RECALL_BUDGET = 32_000
 MAX_RECALL_STREAMS = 100
+
+#: A DynamoDB transaction that lost a race without being refused (``TransactionInProgressException``:
+#: the SDK's retry met its own first attempt still committing; a ``TransactionConflict``: another
+#: transaction held one of its items) is sent again at most this many times in all, within this
+#: many seconds, with full-jitter backoff from the base to the cap; then the request answers 429.
+TRANSACTION_RACE_ATTEMPTS = 6
+TRANSACTION_RACE_SECONDS = 2.0
+TRANSACTION_RACE_BACKOFF_BASE_SECONDS = 0.02
+TRANSACTION_RACE_BACKOFF_CAP_SECONDS = 0.5
+#: What a 429 for such a race asks the caller to wait.
+TRANSACTION_RACE_RETRY_AFTER_SECONDS = 1
+
+#: ``POST /v1/webhooks/{id}/test`` sends at most one test event per webhook in this many seconds
+#: (each one makes the service POST to the subscriber's URL); sooner: ``429 webhook_test_too_soon``.
+WEBHOOK_TEST_INTERVAL_SECONDS = 10

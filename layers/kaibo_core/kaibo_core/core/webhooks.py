@@ -14,11 +14,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any, Final, Literal
+
+from kaibo_core.core.clock import parse_instant
+from kaibo_core.core.limits import WEBHOOK_TEST_INTERVAL_SECONDS
 
 EventType = Literal[
     "memory.forgotten", "memory.structured", "memory.superseded", "memory.canceled", "webhook.test"
@@ -172,6 +177,30 @@ def structured(
 def ping(webhook_id: str) -> Notification:
     """The ``webhook.test`` event ``POST /v1/webhooks/{id}/test`` sends to one webhook."""
     return Notification("webhook.test", {"webhookId": webhook_id}, only_webhook=webhook_id)
+
+
+class WebhookTestTooSoonError(Exception):
+    """The webhook's previous test event was sent at ``last_sent_at``, less than
+    WEBHOOK_TEST_INTERVAL_SECONDS before this one."""
+
+    def __init__(self, last_sent_at: str) -> None:
+        super().__init__(f"previous test event at {last_sent_at}")
+        self.last_sent_at = last_sent_at
+
+
+def earliest_previous_test(now: datetime) -> datetime:
+    """A test event may be sent at ``now`` if the webhook's previous one was sent at this instant
+    or before."""
+    return now - timedelta(seconds=WEBHOOK_TEST_INTERVAL_SECONDS)
+
+
+def seconds_until_next_test(last_sent_at: str, now: datetime) -> int:
+    """Whole seconds until the next test event is allowed (1 at least; never more than the
+    interval, whatever another container's clock said)."""
+    left = (
+        parse_instant(last_sent_at) + timedelta(seconds=WEBHOOK_TEST_INTERVAL_SECONDS) - now
+    ).total_seconds()
+    return min(WEBHOOK_TEST_INTERVAL_SECONDS, max(1, math.ceil(left)))
 
 
 # --- the delivery -----------------------------------------------------------------------------

@@ -36,7 +36,6 @@ from kaibo_core.core.clock import Clock, format_instant, parse_instant, utc_now
 from kaibo_core.core.errors import (
     ConflictError,
     PayloadTooLargeError,
-    TooManyRequestsError,
     UnprocessableError,
 )
 from kaibo_core.core.forgetting import FORGOTTEN
@@ -56,6 +55,7 @@ from kaibo_core.core.models.events import (
     RememberedEvent,
     RememberOutcome,
     StreamHead,
+    stream_busy,
 )
 from kaibo_core.core.models.jobs import EventLocation, JobRecord
 from kaibo_core.core.models.memories import MemoryStatus
@@ -307,13 +307,7 @@ class RememberService:
         job_id = new_job_id() if self._jobs is not None else None
         while state.pending:
             if outcome.attempts >= self._max_attempts:
-                raise TooManyRequestsError(
-                    "stream_busy",
-                    f"Stream {stream!r} is receiving too many concurrent writes; retry with the "
-                    "same idempotency keys (nothing of this batch was written).",
-                    retry_after_seconds=1,
-                    details={"stream": stream, "attempts": outcome.attempts},
-                )
+                raise stream_busy(stream, outcome.attempts)
             outcome.attempts += 1
             head = self._log.read_head(project, stream)
             records = chain_records(project, stream, head, state.pending, received_at, job_id)

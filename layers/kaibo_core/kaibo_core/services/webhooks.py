@@ -10,9 +10,10 @@ from typing import Protocol
 
 from kaibo_core.core import webhook_signing, webhooks
 from kaibo_core.core.clock import Clock, format_instant, utc_now
-from kaibo_core.core.errors import NotFoundError, UnprocessableError
+from kaibo_core.core.errors import NotFoundError, TooManyRequestsError, UnprocessableError
+from kaibo_core.core.limits import WEBHOOK_TEST_INTERVAL_SECONDS
 from kaibo_core.core.storage_keys import ProjectId
-from kaibo_core.core.webhooks import AttemptRecord, EventType, Notification, OutboxEvent, Subscription
+from kaibo_core.core.webhooks import AttemptRecord, EventType, OutboxEvent, Subscription
 
 
 class WebhookStore(Protocol):
@@ -23,8 +24,8 @@ class WebhookStore(Protocol):
     def set_secrets(
         self, project: ProjectId, webhook_id: str, ciphertexts: Sequence[str], previous_until: str | None
     ) -> bool: ...
-    def emit(
-        self, project: ProjectId, notifications: Sequence[Notification], now: str
+    def emit_test(
+        self, project: ProjectId, webhook_id: str, now: str, earliest_previous: str
     ) -> tuple[OutboxEvent, ...]: ...
     def attempts(self, project: ProjectId, webhook_id: str, limit: int) -> list[AttemptRecord]: ...
 
@@ -118,8 +119,23 @@ class WebhooksService:
         return current, secret, until
 
     def send_test(self, project: ProjectId, webhook_id: str) -> OutboxEvent:
+        """A ``webhook.test`` event to this webhook, at most one per WEBHOOK_TEST_INTERVAL_SECONDS
+        (``429 webhook_test_too_soon`` with the seconds left in ``Retry-After``)."""
         self.get(project, webhook_id)
-        events = self._store.emit(project, [webhooks.ping(webhook_id)], self._now())
+        now = self._clock()
+        try:
+            events = self._store.emit_test(
+                project, webhook_id, format_instant(now), format_instant(webhooks.earliest_previous_test(now))
+            )
+        except webhooks.WebhookTestTooSoonError as exc:
+            wait = webhooks.seconds_until_next_test(exc.last_sent_at, now)
+            raise TooManyRequestsError(
+                "webhook_test_too_soon",
+                f"Webhook {webhook_id!r} was sent a test event less than {WEBHOOK_TEST_INTERVAL_SECONDS} "
+                f"seconds ago; send the next one in {wait} seconds.",
+                retry_after_seconds=wait,
+                details={"retryAfterSeconds": wait, "intervalSeconds": WEBHOOK_TEST_INTERVAL_SECONDS},
+            ) from exc
         if not events:
             raise _missing(webhook_id)  # deleted meanwhile
         self._relay.relay(events)

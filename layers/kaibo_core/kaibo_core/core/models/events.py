@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kaibo_core.core.chain import FORMAT_VERSION, GENESIS_PREV_HASH, event_header
+from kaibo_core.core.errors import TooManyRequestsError
 from kaibo_core.core.models.jobs import JobRecord
 from kaibo_core.core.models.memories import MemoryRecord
 
@@ -79,6 +80,17 @@ class AppendConflictError(Exception):
         super().__init__(f"append conflict (head moved: {head_moved}, keys claimed: {len(claimed)})")
         self.head_moved = head_moved
         self.claimed = claimed
+
+
+def stream_busy(stream: str, attempts: int) -> TooManyRequestsError:
+    """The 429 of a remember whose writes kept losing races for the stream's head."""
+    return TooManyRequestsError(
+        "stream_busy",
+        f"Stream {stream!r} is receiving too many concurrent writes; retry with the "
+        "same idempotency keys (a batch is written once at most).",
+        retry_after_seconds=1,
+        details={"stream": stream, "attempts": attempts},
+    )
 
 
 @dataclass(frozen=True)
