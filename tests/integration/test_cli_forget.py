@@ -578,6 +578,7 @@ def test_given_a_set_above_the_limit_when_forgetting_then_exit_2_with_a_hint(stu
     [
         (["--memory", provisional(1)], {"memoryId": provisional(1)}),
         (["--stream", DIARY], {"stream": DIARY}),
+        (["--subject", "Locker code"], {"subject": "Locker code"}),
     ],
 )
 def test_given_a_selector_when_forgetting_then_it_is_sent(
@@ -593,6 +594,7 @@ def test_given_a_selector_when_forgetting_then_it_is_sent(
     [
         ["forget", "--reason", "r"],  # no selector
         ["forget", "--query", "a", "--stream", DIARY, "--reason", "r"],  # two
+        ["forget", "--subject", "a", "--memory", "mem_1", "--reason", "r"],  # two
         ["forget", "--query", "a"],  # no reason
         ["forget", "--query", "a", "--reason", "r", "--max-memories", "0"],
     ],

@@ -270,7 +270,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _forget(self, body: dict[str, Any]) -> None:
         stub = self.stub
-        assert [k for k in ("memoryId", "query", "stream") if k in body] != [], body
+        assert [k for k in ("memoryId", "query", "stream", "subject") if k in body] != [], body
         assert body["reason"]
         limit = body.get("maxMemories", 100)
         if len(stub.forget_set) > limit:

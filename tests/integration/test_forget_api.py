@@ -263,6 +263,9 @@ def test_given_a_set_larger_than_the_limit_then_it_is_refused_unless_max_memorie
         {"query": "q", "reason": "r", "maxMemories": 0},
         {"query": "q", "reason": "r", "maxMemories": 100_000},
         {"query": "q", "reason": "r", "extra": 1},
+        {"subject": "Alice", "stream": "chat", "reason": "r"},
+        {"subject": "", "reason": "r"},
+        {"subject": "Alice"},
     ],
 )
 def test_given_a_bad_forget_request_then_422_and_nothing_written(
@@ -852,6 +855,7 @@ def test_given_a_keyed_forget_when_sent_again_then_the_first_answer_is_replayed_
         {"query": "lunch Dana"},
         {"maxMemories": 5},
         {"query": None, "memoryId": "mem_00000000000000000000000000"},
+        {"query": None, "subject": "locker code"},
     ],
 )
 def test_given_a_used_forget_key_with_another_request_then_409_and_nothing_more_written(
@@ -983,3 +987,100 @@ def test_given_concurrent_forgets_under_one_key_then_one_entry_and_both_answer_i
     assert {reply.body["receipt"]["id"] for reply in replies} == {entry["id"]}
     assert {reply.body["reasonSalt"] for reply in replies} == {replies[0].body["reasonSalt"]}
     assert sorted(reply.body["replayed"] for reply in replies) == [False, True, True, True]
+
+
+# -- the subject selector ----------------------------------------------------------------------------
+
+
+def subjects_by_id(project: str, made: list[dict[str, Any]]) -> dict[str, str | None]:
+    """Every memory of ``made`` (provisional and structured) and the subject it is served with."""
+    return {
+        memory_id: get_memory(project, memory_id).body.get("subject")
+        for remembered in made
+        for memory_id in memory_ids_of(project, remembered)
+    }
+
+
+def test_given_memories_about_alice_when_forgotten_by_subject_then_hers_go_and_similar_subjects_stay(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    made = remember_structured(
+        handler_env,
+        project,
+        "chat",
+        "Alice is the release manager.",
+        "Alice is now the QA lead.",
+        "Alice Chen is the design lead.",
+        "Alicia is on vacation until May.",
+        "Alice's phone is 555-0101.",
+        "Dana will review the slides with Alice.",
+    )
+    subjects = subjects_by_id(project, made)
+    hers = {memory_id for memory_id, subject in subjects.items() if subject == "alice"}
+    assert len(hers) == 2, subjects  # the release manager (superseded by now) and the QA lead
+    assert {"alice chen", "alicia", "alice phone"} <= set(subjects.values())
+    hers_and_provisional = {m for number in (0, 1) for m in memory_ids_of(project, made[number])}
+
+    too_many = forget(project, {"subject": "Alice", "reason": "r", "maxMemories": 3})
+    dry = forget(project, {"subject": "  ALICE ", "reason": "r", "dryRun": True})
+    reply = forget(project, {"subject": "alice", "reason": "r", "previewToken": dry.body["previewToken"]})
+
+    assert too_many.status == 422
+    assert too_many.body["error"]["code"] == "forget_set_too_large"
+    assert dry.status == reply.status == 200, (dry.body, reply.body)
+    assert {m["id"]: m["why"] for m in reply.body["memories"]} == {
+        **dict.fromkeys(hers, "match"),
+        **dict.fromkeys(hers_and_provisional - hers, "older_version"),
+    }
+    assert sorted(reply.body["eventIds"]) == sorted(made[n]["events"][0]["id"] for n in (0, 1))
+    for memory_id, subject in subjects.items():
+        status = get_memory(project, memory_id).body["status"]
+        assert (status == "tombstoned") == (memory_id in hers_and_provisional), (subject, status)
+    assert not set(recalled_ids(project, "Alice lead", includeSuperseded=True)) & hers_and_provisional
+    assert recalled_ids(project, "Alicia vacation")  # a similar subject stays
+
+
+def test_given_a_preference_when_forgotten_by_its_subject_then_found_though_its_text_lacks_a_word(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    (made,) = remember_structured(handler_env, project, "chat", "I like green tea.")
+    (subject,) = {s for s in subjects_by_id(project, [made]).values() if s}
+    assert subject == "tea preference"  # "preference" is the rules' word, not the text's
+
+    reply = forget(project, {"subject": "Tea Preference", "reason": "r"})
+
+    assert reply.status == 200, reply.body
+    assert {m["id"] for m in reply.body["memories"]} == set(memory_ids_of(project, made))
+
+
+@pytest.mark.parametrize("subject", ["the", "...", "   "])
+def test_given_a_subject_without_searchable_words_then_422_invalid_subject_and_nothing_written(
+    handler_env: Any, subject: str
+) -> None:
+    project = new_project()
+    remember_structured(handler_env, project, "chat", "The release target is July 13.")
+    reply = forget(project, {"subject": subject, "reason": "r"})
+    assert reply.status == 422, reply.body
+    assert reply.body["error"]["code"] == "invalid_subject"
+    assert reply.body["error"]["details"] == {"field": "subject"}
+    assert ledger(project).body == {"entries": []}
+
+
+def test_given_a_keyed_forget_by_subject_then_a_variant_spelling_replays_it_and_another_subject_is_refused(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    remember_structured(handler_env, project, "chat", "Alice is the release manager.", "Alicia is on call.")
+    first = forget(project, {"subject": "Alice", "reason": "r", "idempotencyKey": "k"})
+
+    again = forget(project, {"subject": " ALICE ", "reason": "r", "idempotencyKey": "k"})
+    other = forget(project, {"subject": "Alicia", "reason": "r", "idempotencyKey": "k"})
+
+    assert first.status == again.status == 200, (first.body, again.body)
+    assert (first.body["replayed"], again.body["replayed"]) == (False, True)
+    assert again.body["receipt"] == first.body["receipt"]
+    assert other.status == 409, other.body
+    assert other.body["error"]["code"] == "idempotency_key_reused"
+    assert recalled_ids(project, "Alicia")  # not forgotten

@@ -98,6 +98,15 @@ def test_given_forget_without_a_preview_token_then_it_is_a_dry_run_and_with_one_
     assert real["preview_token"] == "ab" * 32
 
 
+def test_given_forget_by_subject_then_the_tool_passes_the_subject_on() -> None:
+    client = RecordingClient()
+    server = build_server(client)  # type: ignore[arg-type]
+    call(server, "forget", reason="asked", subject="release target")
+    ((_, dry),) = client.calls
+    assert dry["subject"] == "release target"
+    assert dry["query"] is dry["memory_id"] is dry["stream"] is None
+
+
 class RefusingClient(RecordingClient):
     def explain(self, memory_id: str) -> dict[str, Any]:
         raise KaiboAPIError(404, "memory_not_found", f"No memory {memory_id} in this project.")

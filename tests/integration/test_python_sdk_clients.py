@@ -242,6 +242,18 @@ def test_given_a_503_on_a_real_forget_then_neither_client_sends_it_again(
     assert len(stub.seen) == 2
 
 
+def test_given_a_subject_then_both_clients_send_it_as_the_forget_s_selector(
+    stub: Stub, client: KaiboClient
+) -> None:
+    dry = Reply(body={"dryRun": True, "previewToken": "t", "memories": []})
+    stub.play(dry, dry)
+    assert client.forget(subject="Alice", reason="asked", dry_run=True)["previewToken"] == "t"
+    assert (
+        run(stub, lambda kaibo: kaibo.forget(subject="Alice", reason="asked", dry_run=True))["dryRun"] is True
+    )
+    assert [seen.body for seen in stub.seen] == [{"subject": "Alice", "reason": "asked", "dryRun": True}] * 2
+
+
 def test_given_a_503_on_a_dry_run_forget_then_it_is_retried(stub: Stub, client: KaiboClient) -> None:
     stub.play(UNAVAILABLE, Reply(body={"dryRun": True, "previewToken": "t", "memories": []}))
     assert client.forget(stream="chat", reason="asked", dry_run=True)["previewToken"] == "t"

@@ -60,15 +60,22 @@ class _Pages(KaiboClient):
 
 
 @pytest.mark.parametrize(
-    ("memory_id", "query", "stream"),
-    [(None, None, None), ("mem_1", "locker", None), ("mem_1", "q", "s"), (None, "q", "s")],
+    ("memory_id", "query", "stream", "subject"),
+    [
+        (None, None, None, None),
+        ("mem_1", "locker", None, None),
+        ("mem_1", "q", "s", None),
+        (None, "q", "s", None),
+        (None, "q", None, "alice"),
+        ("mem_1", None, None, "alice"),
+    ],
 )
 def test_given_not_exactly_one_selector_when_forgetting_then_value_error_before_any_request(
-    memory_id: str | None, query: str | None, stream: str | None
+    memory_id: str | None, query: str | None, stream: str | None, subject: str | None
 ) -> None:
     client = _Pages()
-    with pytest.raises(ValueError, match="exactly one of memory_id, query, stream"):
-        client.forget(memory_id=memory_id, query=query, stream=stream, reason="r")
+    with pytest.raises(ValueError, match="exactly one of memory_id, query, stream, subject"):
+        client.forget(memory_id=memory_id, query=query, stream=stream, subject=subject, reason="r")
     assert client.calls == []
 
 
@@ -86,6 +93,9 @@ def test_given_options_when_forgetting_then_the_body_carries_them_in_wire_names(
         )
     ]
     assert client_default.calls[0][2] == {"query": "locker code", "reason": "r"}
+    by_subject = _Pages({"dryRun": True, "memories": []})
+    by_subject.forget(subject="Release target", reason="r", dry_run=True)
+    assert by_subject.calls[0][2] == {"subject": "Release target", "reason": "r", "dryRun": True}
 
 
 def test_given_pages_when_reading_the_ledger_then_next_from_seq_is_followed() -> None:

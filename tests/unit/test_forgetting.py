@@ -11,10 +11,13 @@ from kaibo_core.core.forgetting import (
     ForgetRequest,
     ForgetSet,
     KeyedForget,
+    comparable_subject,
     forget_request_digest,
+    has_subject,
     older_versions,
     preview_token,
     same_event_memories,
+    subject_lookup_terms,
 )
 from kaibo_core.core.models.memories import MemoryRecord, SourceEventRef
 
@@ -95,11 +98,42 @@ def test_given_another_selector_reason_limit_or_token_then_another_request_diges
         ForgetRequest(reason="r", query="locker"),
         ForgetRequest(reason="r", stream="locker-code"),
         ForgetRequest(reason="r", memory_id="mem_locker"),
+        ForgetRequest(reason="r", subject="locker code"),
+        ForgetRequest(reason="r", subject="locker codes"),
         ForgetRequest(reason="r", query="locker code", max_memories=5),
         ForgetRequest(reason="r", query="locker code", preview_token="0" * 64),
     ]
     digests = {forget_request_digest(SALT, request) for request in [base, *variants]}
     assert len(digests) == len(variants) + 1
+
+
+def test_given_subjects_that_differ_in_case_or_spacing_only_then_the_same_request_digest() -> None:
+    one = ForgetRequest(reason="r", subject="Alice Chen", idempotency_key="k")
+    other = ForgetRequest(reason="r", subject=" ALICE\t chen ", idempotency_key="k")
+    neighbour = ForgetRequest(reason="r", subject="Alice", idempotency_key="k")
+    assert forget_request_digest(SALT, one) == forget_request_digest(SALT, other)
+    assert forget_request_digest(SALT, one) != forget_request_digest(SALT, neighbour)
+
+
+def test_given_a_subject_then_it_is_compared_case_folded_with_its_whitespace_collapsed() -> None:
+    assert comparable_subject("  Release\u00a0 TARGET\n") == "release target"  # NBSP is whitespace too
+    assert comparable_subject("STRASSE name") == comparable_subject("straße name")  # folded, not lowered
+    assert comparable_subject("Ｒｅｌｅａｓｅ") == "release"  # NFKC: full-width letters
+    assert comparable_subject("Alice's phone") != comparable_subject("alice phone")  # nothing else
+
+
+def test_given_a_memory_then_it_has_the_subject_only_when_its_own_compares_equal() -> None:
+    wanted = comparable_subject("Alice")
+    assert has_subject(memory(subject="alice"), wanted)
+    assert not has_subject(memory(subject="alice chen"), wanted)
+    assert not has_subject(memory(subject="alicia"), wanted)
+    assert not has_subject(memory(subject=None, content="Alice"), wanted)
+
+
+def test_given_a_preference_subject_then_its_added_last_word_is_not_required_in_the_index() -> None:
+    assert subject_lookup_terms("tea preference") == subject_lookup_terms("tea")  # "I like tea"
+    assert subject_lookup_terms("preference") == subject_lookup_terms("preferences")  # nothing else left
+    assert subject_lookup_terms("the of ...") == frozenset()  # no searchable word
 
 
 def test_given_another_salt_then_the_digest_cannot_be_matched_across_records() -> None:

@@ -33,11 +33,13 @@ class RecallOptions(TypedDict, total=False):
 
 
 class ForgetRequest(TypedDict, total=False):
-    """``forget``'s fields: exactly one of ``memory_id``, ``query``, ``stream``, and a ``reason``."""
+    """``forget``'s fields: exactly one of ``memory_id``, ``query``, ``stream``, ``subject``, and a
+    ``reason``."""
 
     memory_id: str | Mapping[str, Any] | None
     query: str | None
     stream: str | None
+    subject: str | None
     reason: Required[str]
     dry_run: bool
     preview_token: str | None
@@ -147,10 +149,11 @@ def forget(**request: Unpack[ForgetRequest]) -> Call[dict[str, Any]]:
         "memoryId": None if memory_id is None else memory_id_of(memory_id),
         "query": request.get("query"),
         "stream": request.get("stream"),
+        "subject": request.get("subject"),
     }
     chosen = {name: value for name, value in selectors.items() if value is not None}
     if len(chosen) != 1:
-        raise ValueError("give exactly one of memory_id, query, stream")
+        raise ValueError("give exactly one of memory_id, query, stream, subject")
     body: dict[str, Any] = {**chosen, "reason": request["reason"]}
     if request.get("dry_run"):
         body["dryRun"] = True

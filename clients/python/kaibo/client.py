@@ -226,16 +226,19 @@ class KaiboClient(ClientSettings[httpx.Client, httpx.BaseTransport]):
         memory_id: str | None = None,
         query: str | None = None,
         stream: str | None = None,
+        subject: str | None = None,
         reason: str,
         dry_run: bool = False,
         preview_token: str | None = None,
         max_memories: int | None = None,
         idempotency_key: str | None = None,
     ) -> dict[str, Any]:
-        """POST /v1/forget (scope ``forget``): erase a memory, what a query matches, or a stream.
+        """POST /v1/forget (scope ``forget``): erase a memory, what a query matches, a stream, or
+        the memories with a subject.
 
-        Give exactly one of ``memory_id``, ``query``, ``stream`` (ValueError otherwise, before
-        any request). ``dry_run`` returns the set with each memory's content and a
+        Give exactly one of ``memory_id``, ``query``, ``stream``, ``subject`` (ValueError
+        otherwise, before any request); ``subject`` is compared as the memory serves it, ignoring
+        case and runs of whitespace. ``dry_run`` returns the set with each memory's content and a
         ``previewToken``, changing nothing; pass that token back as ``preview_token`` and the
         real call is refused with ``409 preview_changed`` (KaiboAPIError; ``details`` carries
         the new token) if the set changed since. The answer of a real call holds the
@@ -251,6 +254,7 @@ class KaiboClient(ClientSettings[httpx.Client, httpx.BaseTransport]):
                 memory_id=memory_id,
                 query=query,
                 stream=stream,
+                subject=subject,
                 reason=reason,
                 dry_run=dry_run,
                 preview_token=preview_token,

@@ -109,8 +109,9 @@ def build_server(client: KaiboClient, project_id: str | None = None) -> MCPServe
         return _refusals_as_tool_errors(lambda: wrap_data(client.explain(memory_id)))
 
     @server.tool(
-        description="Forget memories by exactly one of memory_id, query (all of its words) or "
-        "stream, with a reason. Without preview_token this is a DRY RUN: it returns the set and a "
+        description="Forget memories by exactly one of memory_id, query (all of its words), "
+        "stream or subject (a memory's subject key, e.g. 'release target'; case does not matter), "
+        "with a reason. Without preview_token this is a DRY RUN: it returns the set and a "
         "previewToken and erases nothing. To erase, call again with that preview_token (refused if "
         "the set changed). There is no undo; the answer carries a receipt. With idempotency_key (a "
         "name of your own for this erasure), calling the erasing call again, e.g. after an error, "
@@ -122,6 +123,7 @@ def build_server(client: KaiboClient, project_id: str | None = None) -> MCPServe
         memory_id: str | None = None,
         query: str | None = None,
         stream: str | None = None,
+        subject: str | None = None,
         preview_token: str | None = None,
         idempotency_key: str | None = None,
     ) -> str:
@@ -130,6 +132,7 @@ def build_server(client: KaiboClient, project_id: str | None = None) -> MCPServe
                 memory_id=memory_id,
                 query=query,
                 stream=stream,
+                subject=subject,
                 reason=reason,
                 dry_run=preview_token is None,
                 preview_token=preview_token,

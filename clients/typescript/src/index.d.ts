@@ -95,13 +95,19 @@ export type RecallStreamEvent =
   | { event: "packed"; data: Pick<RecallResponse, "items" | "usedTokens"> }
   | { event: "final"; data: RecallPack };
 
-type Selector<K extends "memoryId" | "query" | "stream", V> = { [P in K]: V } & {
-  [P in Exclude<"memoryId" | "query" | "stream", K>]?: undefined;
+type SelectorName = "memoryId" | "query" | "stream" | "subject";
+type Selector<K extends SelectorName, V> = { [P in K]: V } & {
+  [P in Exclude<SelectorName, K>]?: undefined;
 };
 
-/** Exactly one of memoryId (or a recalled item), query, stream; and a reason. */
-export type ForgetParams = Omit<ForgetRequest, "memoryId" | "query" | "stream"> &
-  (Selector<"memoryId", MemoryRef> | Selector<"query", string> | Selector<"stream", string>);
+/** Exactly one of memoryId (or a recalled item), query, stream, subject; and a reason. */
+export type ForgetParams = Omit<ForgetRequest, SelectorName> &
+  (
+    | Selector<"memoryId", MemoryRef>
+    | Selector<"query", string>
+    | Selector<"stream", string>
+    | Selector<"subject", string>
+  );
 
 export interface RequestOptions extends CallOptions {
   body?: unknown;

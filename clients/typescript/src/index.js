@@ -23,7 +23,7 @@ const RETRIED_STATUSES = new Set([500, 502, 503, 504]);
 const JSON_TYPE = "application/json";
 const EVENT_STREAM_TYPE = "text/event-stream";
 const RECALL_STREAM_EVENTS = new Set(["candidates", "packed", "final"]);
-const SELECTORS = ["memoryId", "query", "stream"];
+const SELECTORS = ["memoryId", "query", "stream", "subject"];
 
 /**
  * Anything that kept a call from getting its answer. `status` is the HTTP status (0 when there
@@ -505,16 +505,17 @@ export class Kaibo {
   // -- forget ----------------------------------------------------------------------------------------
 
   /**
-   * POST /v1/forget: exactly one of memoryId (or a recalled item), query, stream; and a reason.
+   * POST /v1/forget: exactly one of memoryId (or a recalled item), query, stream, subject; and a
+   * reason.
    * `dryRun: true` returns the set and a previewToken and changes nothing; pass that token back
    * and the real call fails with 409 preview_changed if the set changed since. A real forget is
    * retried after a 5xx or a network error only with an `idempotencyKey`: sent again, it answers
    * the first call's receipt and reasonSalt (`replayed: true`) and writes no second ledger entry.
    */
   async forget(request, { signal, timeoutMs } = {}) {
-    if (!isObject(request)) throw new TypeError("forget() needs { memoryId | query | stream, reason }");
+    if (!isObject(request)) throw new TypeError("forget() needs { memoryId | query | stream | subject, reason }");
     const chosen = SELECTORS.filter((name) => request[name] !== undefined && request[name] !== null);
-    if (chosen.length !== 1) throw new TypeError("forget() needs exactly one of memoryId, query, stream");
+    if (chosen.length !== 1) throw new TypeError("forget() needs exactly one of memoryId, query, stream, subject");
     if (typeof request.reason !== "string" || !request.reason) throw new TypeError("forget() needs a reason");
     const body = { ...request };
     if (chosen[0] === "memoryId") body.memoryId = memoryIdOf(request.memoryId, "forget");

@@ -189,7 +189,7 @@ export interface FilePayload {
   [key: string]: unknown;
 }
 
-/** Exactly one selector (``memoryId``, ``query`` or ``stream``), and why. */
+/** Exactly one selector (``memoryId``, ``query``, ``stream`` or ``subject``), and why. */
 export interface ForgetRequest {
   /** Constraints: minLength 1; maxLength 128. */
   memoryId?: string | null;
@@ -200,6 +200,11 @@ export interface ForgetRequest {
   query?: string | null;
   /** Constraints: pattern ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$. */
   stream?: string | null;
+  /**
+   * Memories whose subject (as GET /v1/memories/{id} shows it) is this one, compared after Unicode NFKC and case folding with whitespace runs as one space, in any status but forgotten. Found through the term index: a memory whose text lacks its subject's words may not be found (docs/forget.md).
+   * Constraints: minLength 1; maxLength 4000.
+   */
+  subject?: string | null;
   /**
    * Why (required). Stored only as sha256(reasonSalt || reason); the salt is returned once.
    * Constraints: minLength 1; maxLength 2000.

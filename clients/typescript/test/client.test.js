@@ -325,6 +325,7 @@ describe("the client", () => {
     const { fetch, calls } = scripted(json(200, {}));
     const kaibo = client(fetch);
     await assert.rejects(kaibo.forget({ query: "a", stream: "b", reason: "r" }), TypeError);
+    await assert.rejects(kaibo.forget({ subject: "a", memoryId: "mem_1", reason: "r" }), TypeError);
     await assert.rejects(kaibo.forget({ reason: "r" }), TypeError);
     await assert.rejects(kaibo.forget({ query: "a" }), TypeError);
     await assert.rejects(kaibo.recall(""), TypeError);
@@ -334,6 +335,12 @@ describe("the client", () => {
       /no JSON form/,
     );
     assert.equal(calls.length, 0);
+  });
+
+  test("forget sends a subject as its one selector", async () => {
+    const { fetch, calls } = scripted(json(200, { dryRun: true, previewToken: "t", memories: [], eventIds: [] }));
+    await client(fetch).forget({ subject: "Release target", reason: "asked", dryRun: true });
+    assert.deepEqual(calls[0].body, { subject: "Release target", reason: "asked", dryRun: true });
   });
 
   test("forget takes a recalled item as its memoryId", async () => {

@@ -43,6 +43,7 @@ export async function quickStart(): Promise<void> {
   const done = await kaibo.forget({ query: "release target", reason: "user asked", previewToken: preview.previewToken });
   console.log(done.receipt?.id, done.reasonSalt);
   if (pack.top) await kaibo.forget({ memoryId: pack.top, reason: "wrong" });
+  await kaibo.forget({ subject: "release target", reason: "user asked", dryRun: true });
 
   const page = await kaibo.eventsPage("chat-42", { limit: 100 });
   console.log(page.nextFromSeq, page.events[0]?.hash);
@@ -58,6 +59,8 @@ export async function quickStart(): Promise<void> {
 export async function wrongUses(): Promise<void> {
   // @ts-expect-error: forget takes exactly one selector
   await kaibo.forget({ query: "a", stream: "b", reason: "r" });
+  // @ts-expect-error: a subject is a selector too
+  await kaibo.forget({ subject: "a", query: "b", reason: "r" });
   // @ts-expect-error: forget needs a reason
   await kaibo.forget({ query: "a" });
   // @ts-expect-error: an event needs its idempotency key

@@ -85,6 +85,15 @@ def forget(
         str | None,
         typer.Option("--stream", metavar="NAME", help="forget everything remembered in this stream"),
     ] = None,
+    subject: Annotated[
+        str | None,
+        typer.Option(
+            "--subject",
+            metavar="TEXT",
+            help="forget every memory whose subject is TEXT (as 'kaibo memory' shows it; case and "
+            "spacing aside)",
+        ),
+    ] = None,
     yes: Annotated[
         bool,
         typer.Option(
@@ -112,9 +121,9 @@ def forget(
     ] = False,
 ) -> int:
     """Erase memories for good: the set (a dry run), your confirmation, then the receipt; no undo."""
-    exactly_one(memory=memory, query=query, stream=stream)
+    exactly_one(memory=memory, query=query, stream=stream, subject=subject)
     kaibo = client()
-    selector: dict[str, Any] = {"memory_id": memory, "query": query, "stream": stream}
+    selector: dict[str, Any] = {"memory_id": memory, "query": query, "stream": stream, "subject": subject}
     try:
         preview = kaibo.forget(**selector, reason=reason, dry_run=True, max_memories=max_memories)
     except KaiboAPIError as exc:

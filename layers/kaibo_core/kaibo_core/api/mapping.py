@@ -291,6 +291,7 @@ def forget_request(request: ForgetRequest) -> ForgetCall:
         memory_id=request.memoryId,
         query=request.query,
         stream=request.stream,
+        subject=request.subject,
         dry_run=request.dryRun,
         preview_token=request.previewToken,
         max_memories=request.maxMemories,

@@ -445,7 +445,7 @@ class ProvisionalMemoryOut(SparseWireModel):
 
 
 class ForgetRequest(RequestModel):
-    """Exactly one selector (``memoryId``, ``query`` or ``stream``), and why."""
+    """Exactly one selector (``memoryId``, ``query``, ``stream`` or ``subject``), and why."""
 
     memoryId: str | None = Field(default=None, min_length=1, max_length=128, examples=["mem_01JZ..."])  # noqa: N815
     query: str | None = Field(
@@ -456,6 +456,16 @@ class ForgetRequest(RequestModel):
         examples=["release target"],
     )
     stream: StreamName | None = None
+    subject: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_QUESTION_CHARS,
+        description="Memories whose subject (as GET /v1/memories/{id} shows it) is this one, compared "
+        "after Unicode NFKC and case folding with whitespace runs as one space, in any status but "
+        "forgotten. Found through the term index: a memory whose text lacks its subject's words may "
+        "not be found (docs/forget.md).",
+        examples=["release target"],
+    )
     reason: str = Field(
         min_length=1,
         max_length=2000,
@@ -484,9 +494,10 @@ class ForgetRequest(RequestModel):
 
     @model_validator(mode="after")
     def _one_selector(self) -> ForgetRequest:
-        chosen = [name for name in ("memoryId", "query", "stream") if getattr(self, name) is not None]
+        selectors = ("memoryId", "query", "stream", "subject")
+        chosen = [name for name in selectors if getattr(self, name) is not None]
         if len(chosen) != 1:
-            raise ValueError("give exactly one of memoryId, query, stream")
+            raise ValueError("give exactly one of memoryId, query, stream, subject")
         return self
 
 

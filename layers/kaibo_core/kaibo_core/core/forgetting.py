@@ -1,6 +1,6 @@
 """What a forget takes, decided without I/O: the set's closure rules, its preview token, its limits.
 
-A forget names memories by one selector (a memory id, a query, a stream); the set it erases is
+A forget names memories by one selector (a memory id, a query, a stream, a subject); the set it erases is
 the closure of those matches under two relations, and never more:
 
 - **older versions**: what a member ``supersedes`` (walking back), and the provisional memory a
@@ -22,6 +22,8 @@ never by the request kept in clear.
 from __future__ import annotations
 
 import hashlib
+import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -30,7 +32,7 @@ from typing import Any, Final, Literal
 from kaibo_core.core.chain import canonicalize
 from kaibo_core.core.ledger import EventLocation, LedgerEntry
 from kaibo_core.core.models.events import EventRecord
-from kaibo_core.core.models.memories import MemoryRecord, SourceEventRef
+from kaibo_core.core.models.memories import PREFERENCE_SUBJECT_WORD, MemoryRecord, SourceEventRef
 from kaibo_core.core.provisional import provisional_memory_id
 from kaibo_core.core.text import query_terms
 
@@ -95,6 +97,7 @@ class ForgetRequest:
     memory_id: str | None = None
     query: str | None = None
     stream: str | None = None
+    subject: str | None = None
     dry_run: bool = False
     preview_token: str | None = None
     max_memories: int | None = None
@@ -170,12 +173,15 @@ def answered_members(found: ForgetSet) -> tuple[AnsweredMember, ...]:
 
 def normalized_request(request: ForgetRequest) -> dict[str, Any]:
     """What makes two forgets the same request: the selector (a query by its stems: two queries
-    with the same stems select the same memories), the reason, ``maxMemories`` and
-    ``previewToken``. Not ``dryRun`` (a keyed forget is never a dry run) nor the key itself."""
+    with the same stems select the same memories; a subject by ``comparable_subject``), the
+    reason, ``maxMemories`` and ``previewToken``. Not ``dryRun`` (a keyed forget is never a dry
+    run) nor the key itself."""
     if request.memory_id is not None:
         selector: dict[str, Any] = {"memoryId": request.memory_id}
     elif request.query is not None:
         selector = {"query": sorted(query_terms(request.query))}
+    elif request.subject is not None:
+        selector = {"subject": comparable_subject(request.subject)}
     else:
         selector = {"stream": request.stream}
     document: dict[str, Any] = {"selector": selector, "reason": request.reason}
@@ -191,6 +197,31 @@ def forget_request_digest(salt_hex: str, request: ForgetRequest) -> str:
     the record kept for the key cannot confirm a guess of the reason or the query without the
     salt kept beside it (which goes with the record)."""
     return hashlib.sha256(bytes.fromhex(salt_hex) + canonicalize(normalized_request(request))).hexdigest()
+
+
+_WHITESPACE: Final = re.compile(r"\s+")
+
+
+def comparable_subject(subject: str) -> str:
+    """A subject as ``forget`` compares it: Unicode NFKC, case-folded, every run of whitespace
+    one space, none at the ends. Nothing else is changed: punctuation and words count
+    ("Alice's" is not "alice", "the release" is not "release")."""
+    folded = unicodedata.normalize("NFKC", subject).casefold()
+    return _WHITESPACE.sub(" ", folded).strip()
+
+
+def subject_lookup_terms(subject: str) -> frozenset[str]:
+    """The index terms a memory with this subject is found by: the subject's stems, but for the
+    word the rules add to a preference's subject (``PREFERENCE_SUBJECT_WORD``), which its text
+    may not hold, unless nothing else is left. Empty: the subject has no searchable word."""
+    terms = frozenset(query_terms(subject))
+    narrowed = terms - frozenset(query_terms(PREFERENCE_SUBJECT_WORD))
+    return narrowed or terms
+
+
+def has_subject(memory: MemoryRecord, wanted: str) -> bool:
+    """``memory``'s stored subject is ``wanted`` (a ``comparable_subject``)."""
+    return memory.subject is not None and comparable_subject(memory.subject) == wanted
 
 
 def preview_token(memory_ids: Iterable[str], event_ids: Iterable[str]) -> str:

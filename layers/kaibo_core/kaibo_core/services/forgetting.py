@@ -2,7 +2,8 @@
 
 1. **Resolve** (reads only): the selector's matches (a memory id; a query, matched by *all* of
    its stems on either side of the index, superseded and canceled memories included; a stream,
-   every event's provisional memory), closed under older versions and same source events
+   every event's provisional memory; a subject, the memories whose stored subject it is, found
+   through the index by its stems), closed under older versions and same source events
    (kaibo_core.core.forgetting). A dry run stops here and returns the set and its token.
 2. **Commit**: the ledger entry (memory ids, event ids, salted reason digest, tombstonedAt,
    purgeAfter; and, unhashed, where each event lives) is appended: from then on the erasure is
@@ -39,10 +40,13 @@ from kaibo_core.core.forgetting import (
     KeyedForget,
     Why,
     answered_members,
+    comparable_subject,
     forget_request_digest,
     forgotten_placeholder,
+    has_subject,
     older_versions,
     same_event_memories,
+    subject_lookup_terms,
 )
 from kaibo_core.core.ledger import LedgerEntry, new_reason_salt, new_receipt_id, reason_digest
 from kaibo_core.core.models.events import EventRecord
@@ -139,6 +143,8 @@ class ForgetService:
             matches = self._by_id(project, request.memory_id)
         elif request.query is not None:
             matches = self._by_query(project, request.query)
+        elif request.subject is not None:
+            matches = self._by_subject(project, request.subject)
         else:
             assert request.stream is not None
             matches, placeholders = self._by_stream(project, request.stream)
@@ -161,6 +167,25 @@ class ForgetService:
             raise UnprocessableError(
                 "invalid_query", "The query has no searchable words.", {"field": "query"}
             )
+        return self._holding_all(project, terms)
+
+    def _by_subject(self, project: ProjectId, subject: str) -> list[MemoryRecord]:
+        """The memories whose stored subject is ``subject`` (``comparable_subject``), found among
+        those indexed under its stems: a subject has no index of its own, and its words are
+        indexed as part of the memory's text."""
+        terms = subject_lookup_terms(subject)
+        if not terms:
+            raise UnprocessableError(
+                "invalid_subject",
+                "The subject has no searchable words (only stop words or punctuation); give it as "
+                'GET /v1/memories/{id} shows it, for example "release target".',
+                {"field": "subject"},
+            )
+        wanted = comparable_subject(subject)
+        return [memory for memory in self._holding_all(project, terms) if has_subject(memory, wanted)]
+
+    def _holding_all(self, project: ProjectId, terms: Iterable[str]) -> list[MemoryRecord]:
+        """The memories posted under every one of ``terms``, on either side of the index."""
         ids: set[str] | None = None
         for term in sorted(terms, key=len, reverse=True):  # longer stems are rarer: the set shrinks fast
             posted = self._memories.memories_with_term(project, term)

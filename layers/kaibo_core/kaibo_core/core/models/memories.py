@@ -32,6 +32,10 @@ HISTORICAL_STATUSES: Final[frozenset[str]] = frozenset({"superseded", "canceled"
 #: Never in recall: a replaced provisional copy, anything forgotten.
 HIDDEN_STATUSES: Final[frozenset[str]] = frozenset({"replaced", "tombstoned", "purged"})
 
+#: The last word of a preference's subject ("anna coffee preference"), added by the rules: the
+#: statement itself may not say it ("I like green tea").
+PREFERENCE_SUBJECT_WORD: Final = "preference"
+
 #: Internal, never served: a structured memory written and indexed but not yet switched on.
 #: It becomes visible in the same transaction that marks its provisional memory ``replaced``
 #: (docs/structuring.md, "Provisional to structured").

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final, Literal
 
-from kaibo_core.core.models.memories import MemoryType
+from kaibo_core.core.models.memories import PREFERENCE_SUBJECT_WORD, MemoryType
 from kaibo_core.core.structuring.statements import MAX_PARSED_CHARS, Statement, prepare, split_speaker
 from kaibo_core.core.text import analyze
 
@@ -340,7 +340,7 @@ def parse_preference(statement: Statement) -> Preference | None:
     if head_words is None:
         return None
     holder = _holder(match.group("holder"), statement.speaker)
-    subject = " ".join(part for part in (holder, head_words.split()[-1], "preference") if part)
+    subject = " ".join(part for part in (holder, head_words.split()[-1], PREFERENCE_SUBJECT_WORD) if part)
     verb = match.group("verb").lower().replace("'d ", "").strip()
     return Preference(subject, holder, verb, value.strip(), old)
 
