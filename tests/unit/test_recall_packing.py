@@ -4,23 +4,28 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kaibo_core.core.recall import packing
 from kaibo_core.core.recall.packing import (
     MAX_SENTENCE_TOKENS,
     MIN_SUMMARY_TOKENS,
     SUMMARY_SEPARATOR,
     PackedItem,
     Packing,
+    may_hold,
     pack,
     split_clauses,
     summarize,
     summary_spans,
+    term_probe,
 )
-from kaibo_core.core.text import analyze, query_terms
+from kaibo_core.core.text import analyze, query_terms, stem
 from kaibo_core.core.tokens import count_tokens
 
 PROPERTY = settings(max_examples=200, deadline=None, derandomize=True)
@@ -340,3 +345,88 @@ def test_pack_properties(
             assert spans is not None
             assert_verbatim_summary(text, item.text, spans, remaining)
         remaining -= item.tokens
+
+
+# --- long texts: only the units that may hold a question term are analyzed ---------------
+
+
+@PROPERTY
+@given(st.one_of(TEXT, LONG_TEXT, st.text(st.characters(codec="utf-8"))))
+def test_every_term_of_a_text_leaves_its_probe_in_it(text: str) -> None:
+    for term in set(analyze(text)):
+        assert may_hold(text, [term_probe(term)]), term
+
+
+def test_a_stems_probe_stands_in_every_word_with_that_stem() -> None:
+    """``term_probe``'s rule for stems, on ~45k words: every suffix the stemmer removes or
+    rewrites, after random letters (seeded) and after the words of the docs' examples."""
+    suffixes = [
+        "", "s", "es", "ed", "ing", "ly", "ness", "ation", "ational", "tional", "ization", "izer",
+        "ity", "iveness", "ively", "fully", "fulness", "ousness", "ously", "ies", "ied", "ying", "y",
+        "ily", "iness", "able", "ably", "ibility", "ability", "ality", "alism", "ically", "icate",
+        "ative", "ement", "ence", "ency", "ance", "ancy", "ant", "ent", "li", "bli", "logi", "er",
+        "est", "eed", "eedly", "ingly", "edly", "ie", "yes", "ys",
+    ]  # fmt: skip
+    exceptions = ["dying", "lying", "tying", "skis", "skies", "idly", "gently", "ugly", "early", "only"]
+    rng = random.Random(20261206)
+    letters = "aeiouybcdfghlmnprstvwy"
+    bases = [w.lower() for w in WORDS if w.isalpha() and w.isascii()] + ["generous", "commune", "arsenal"]
+    bases += ["".join(rng.choice(letters) for _ in range(rng.randint(1, 8))) for _ in range(800)]
+    words = [base + suffix for base in bases for suffix in suffixes] + exceptions
+    assert [word for word in words if term_probe(stem(word)) not in word] == []
+
+
+def analyzed_chars(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The length of every text packing analyzes, from now on."""
+    lengths: list[int] = []
+
+    def counted(text: str) -> list[str]:
+        lengths.append(len(text))
+        return analyze(text)
+
+    monkeypatch.setattr(packing, "analyze", counted)
+    return lengths
+
+
+def test_a_long_memory_is_summarized_from_the_units_that_may_hold_the_question(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a 250 KB file remembered as one memory, the question's words in two of its sentences
+    rng = random.Random(7)
+    filler = [
+        "we", "looked", "at", "the", "numbers", "again", "and", "agreed", "to", "talk", "about",
+        "them", "later", "this", "week",
+    ]  # fmt: skip
+    sentences = [" ".join(rng.sample(filler, 10)).capitalize() + "." for _ in range(5000)]
+    sentences[1700] = "The release review moved to Thursday because the vendor was late."
+    sentences[2900] = "Nobody asked for another release review before the holidays."
+    text = "\n".join(sentences)
+    assert len(text) > 250_000
+    question = query_terms("When is the release review?")
+    lengths = analyzed_chars(monkeypatch)
+    # When it is summarized for a budget of 300 tokens
+    spans = summary_spans(text, question, {}, 300)
+    # Then the summary is the one the rules give, from the two sentences,
+    assert spans == reference_spans(text, question, {}, 300)
+    assert spans is not None
+    assert [text[start:end] for start, end in spans] == [sentences[1700], sentences[2900]]
+    # and only those were analyzed, not the 250 KB around them.
+    assert sum(lengths) == len(sentences[1700]) + len(sentences[2900])
+
+
+def test_a_short_memory_is_analyzed_unit_by_unit_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    lengths = analyzed_chars(monkeypatch)
+    assert summarize(LONG, ["cake"], {}, 20) == "Bob brought cake for everyone on Monday."
+    assert len(LONG) <= packing.PROBED_TEXT_CHARS
+    assert sum(lengths) == sum(len(unit) for unit in units(LONG, 20))
+
+
+@PROPERTY
+@given(st.one_of(TEXT, LONG_TEXT), QUESTION, WEIGHTS, st.data())
+def test_a_probed_summary_follows_the_rules_read_literally(
+    text: str, question: list[str], weights: dict[str, float], data: st.DataObject
+) -> None:
+    max_tokens = data.draw(st.integers(min_value=0, max_value=count_tokens(text) + 5), label="max_tokens")
+    with mock.patch.object(packing, "PROBED_TEXT_CHARS", 0):  # every text probed, however short
+        spans = summary_spans(text, question, weights, max_tokens)
+    assert spans == reference_spans(text, question, weights, max_tokens)

@@ -97,7 +97,7 @@ class Token:
     word: bool
 
 
-def _fold(text: str) -> str:
+def fold(text: str) -> str:
     """Case folding to a fixed point of ``NFKC(casefold(.))``."""
     for _ in range(4):
         folded = unicodedata.normalize("NFKC", text.casefold())
@@ -184,13 +184,13 @@ def tokenize(text: str) -> list[Token]:
     for span in _SPAN.finditer(normalized):
         cjk = span.group("cjk")
         if cjk is not None:
-            tokens.extend(Token(_fold(token.text), token.word) for token in _cjk_tokens(cjk))
+            tokens.extend(Token(fold(token.text), token.word) for token in _cjk_tokens(cjk))
             continue
         compound = span.group("compound")
         if _plain_word(compound):  # fast path: the same token the general rule gives
             tokens.append(Token(compound.lower(), word=True))
             continue
-        tokens.extend(Token(_fold(token.text), token.word) for token in _compound_tokens(compound))
+        tokens.extend(Token(fold(token.text), token.word) for token in _compound_tokens(compound))
     return tokens
 
 

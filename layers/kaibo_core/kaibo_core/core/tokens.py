@@ -46,7 +46,7 @@ def count_tokens(text: str) -> int:
     if not text:
         return 0
     utf8_bytes = len(text.encode("utf-8", "surrogatepass"))
-    ascii_chars = sum(1 for char in text if char < "\x80")
+    ascii_chars = len(text.encode("ascii", "ignore"))
     byte_bound = _ceil_div(ascii_chars + 2 * (utf8_bytes - ascii_chars), 3)
     pretoken_bound = (
         len(_LETTER_RUN.findall(text))
