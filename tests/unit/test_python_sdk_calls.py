@@ -44,6 +44,13 @@ def test_given_a_stream_split_anywhere_then_the_events_come_out_whole_and_final_
     assert reader.done
 
 
+def test_given_an_event_this_client_does_not_know_then_it_is_passed_on() -> None:
+    """API.md: events may be added. The TypeScript client does the same (clients/typescript/test)."""
+    reader = _calls.RecallEvents(200, SSE)
+    raw = sse("progress", {"step": 2}) + b'data: {"note": 1}\n\n' + sse("final", FINAL)
+    assert [name for name, _ in reader.feed(raw)] == ["progress", "message", "final"]
+
+
 def test_given_events_after_final_then_they_are_not_read() -> None:
     reader = _calls.RecallEvents(200, SSE)
     assert [name for name, _ in reader.feed(sse("final", FINAL) + sse("extra", {}))] == ["final"]

@@ -90,6 +90,11 @@ export declare class RecallPack implements RecallResponse {
 /** One candidate retrieval found (event `candidates`). */
 export type RecallCandidate = Pick<RecallItem, "memoryId" | "type" | "score" | "validFrom">;
 
+/**
+ * The events of a recall stream. An event a later API adds is passed on too, as `{ event, data }`
+ * with its own name and a JSON object as data: test `event` for each name you handle (not `else`
+ * for `final`). Its type is not in this union, so that the names here still narrow `data`.
+ */
 export type RecallStreamEvent =
   | { event: "candidates"; data: { candidates: RecallCandidate[] } }
   | { event: "packed"; data: Pick<RecallResponse, "items" | "usedTokens"> }
@@ -173,7 +178,8 @@ export declare class Kaibo {
   recall(question: string, options?: RecallOptions): Promise<RecallPack>;
   recall(request: RecallRequest, options?: CallOptions): Promise<RecallPack>;
 
-  /** POST /v1/recall as server-sent events: candidates, packed, final (a RecallPack). */
+  /** POST /v1/recall as server-sent events: candidates, packed, final (a RecallPack), and any
+   * event a later API adds, passed on as it came. */
   recallStream(question: string, options?: RecallOptions): AsyncGenerator<RecallStreamEvent, void, undefined>;
   recallStream(request: RecallRequest, options?: CallOptions): AsyncGenerator<RecallStreamEvent, void, undefined>;
 

@@ -22,7 +22,6 @@ const MAX_JOB_POLL_MS = 2_000;
 const RETRIED_STATUSES = new Set([500, 502, 503, 504]);
 const JSON_TYPE = "application/json";
 const EVENT_STREAM_TYPE = "text/event-stream";
-const RECALL_STREAM_EVENTS = new Set(["candidates", "packed", "final"]);
 const SELECTORS = ["memoryId", "query", "stream", "subject"];
 
 /**
@@ -386,9 +385,12 @@ export class Kaibo {
 
   /**
    * POST /v1/recall with Accept: text/event-stream: { event, data } as each event arrives —
-   * `candidates`, `packed`, then `final` (its data a RecallPack). The request is sent at the first
-   * iteration. An `error` event, or a stream that ends before `final` (stream_incomplete), throws
-   * a KaiboError. Leaving the loop early closes the connection. `timeoutMs` bounds the whole stream.
+   * `candidates`, `packed`, then `final` (its data a RecallPack). An event this version does not
+   * know (API.md: events may be added) is passed on as it came, as the Python client does. The
+   * request is sent at the first iteration. An `error` event, or a stream that ends before `final`
+   * (stream_incomplete), throws a KaiboError; so does an event whose data is not a JSON object
+   * (invalid_response). Leaving the loop early closes the connection. `timeoutMs` bounds the whole
+   * stream.
    */
   async *recallStream(question, options = {}) {
     const what = "POST /v1/recall (event stream)";
@@ -429,7 +431,6 @@ export class Kaibo {
           if (event.event === "error") {
             throw errorFromBody(status, event.data, { requestId });
           }
-          if (!RECALL_STREAM_EVENTS.has(event.event)) continue; // unknown events are skipped
           let data;
           try {
             data = JSON.parse(event.data);

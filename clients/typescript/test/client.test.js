@@ -441,6 +441,26 @@ describe("recallStream", () => {
     }
   });
 
+  test("an event this version does not know is passed on with its name and data, as the Python client does", async () => {
+    const progress = { step: 2, of: 3 };
+    const unnamed = "data: {\"note\": \"no event line\"}\n\n"; // an event without a name is a "message"
+    const { response } = streamed([sse("candidates", candidates), sse("progress", progress), unnamed, sse("final", ANSWER)]);
+    const { fetch } = scripted(() => response);
+    const seen = [];
+    for await (const event of client(fetch).recallStream("q")) seen.push(event);
+    assert.deepEqual(
+      seen.map((event) => event.event),
+      ["candidates", "progress", "message", "final"],
+    );
+    assert.deepEqual(seen[1].data, progress);
+    assert.deepEqual(seen[2].data, { note: "no event line" });
+    assert.ok(seen[3].data instanceof RecallPack);
+    const notAnObject = streamed([sse("progress", [1, 2]), sse("final", ANSWER)]);
+    await assert.rejects(async () => {
+      for await (const event of client(scripted(() => notAnObject.response).fetch).recallStream("q")) void event;
+    }, { code: "invalid_response" });
+  });
+
   test("leaving the loop early cancels the body", async () => {
     const { response, state } = streamed([sse("candidates", candidates), sse("packed", packed), sse("final", ANSWER)]);
     const { fetch } = scripted(() => response);

@@ -33,7 +33,7 @@ export async function quickStart(): Promise<void> {
   for await (const event of kaibo.recallStream("When is the release target?")) {
     if (event.event === "candidates") console.log(event.data.candidates.map((c) => c.score));
     else if (event.event === "packed") console.log(event.data.usedTokens);
-    else console.log(event.data.top?.memoryId);
+    else if (event.event === "final") console.log(event.data.top?.memoryId);
   }
   const first: RecallStreamEvent | undefined = undefined;
   void first;
