@@ -368,6 +368,16 @@ def assert_same_state(stack: AwsStack, reference: str, project: str) -> None:
     assert not difference, "\n".join(["the state differs from the fault-free run's:", *difference])
 
 
+def assert_converged_to_the_fault_free_run(
+    stack: AwsStack, reference: str, project: str, replies: list[Reply]
+) -> None:
+    """Where a flow that met a fault ends once repaired: every event it acknowledged kept, recall
+    answering as in the fault-free run ``reference``, and the same stored state."""
+    assert_acknowledged_events_kept(project, replies)
+    assert_recall_as_without_faults(reference, project)
+    assert_same_state(stack, reference, project)
+
+
 def test_the_state_comparison_holds_for_two_fault_free_runs_and_sees_a_difference(stack: AwsStack) -> None:
     """The yardstick of every test below: two runs of one flow compare equal, ids and clocks aside,
     and a run that stopped short (its job never structured) does not."""
@@ -412,9 +422,7 @@ def test_a_refused_event_transaction_leaves_no_trace_but_its_log_line_and_the_re
     retried = remember_ok(project)  # the fault has cleared: the same keys
     assert [e["replayed"] for e in retried.body["events"]] == [False, False]
     structure_until_done(stack, take_job_messages(stack, {retried.body["jobId"]}))
-    assert_acknowledged_events_kept(project, [retried])
-    assert_recall_as_without_faults(reference, project)
-    assert_same_state(stack, reference, project)
+    assert_converged_to_the_fault_free_run(stack, reference, project, [retried])
 
 
 @pytest.mark.parametrize("conflict_at", [0, 4], ids=["on-a-key", "on-the-head"])
@@ -442,9 +450,7 @@ def test_a_conflicting_event_transaction_is_retried_within_the_request(
     assert reply.status == 202, reply.body
     assert [e["replayed"] for e in reply.body["events"]] == [False, False]
     structure_until_done(stack, take_job_messages(stack, {reply.body["jobId"]}))
-    assert_acknowledged_events_kept(project, [reply])
-    assert_recall_as_without_faults(reference, project)
-    assert_same_state(stack, reference, project)
+    assert_converged_to_the_fault_free_run(stack, reference, project, [reply])
 
 
 def test_an_event_transaction_that_keeps_conflicting_answers_429_and_writes_nothing(
@@ -501,9 +507,7 @@ def test_an_event_transaction_whose_answer_was_lost_is_replayed_once_and_swept(
     assert get_job(project, job_id).body["status"] == "queued"
     assert sweep_later() == 1
     structure_until_done(stack, take_job_messages(stack, {job_id}))
-    assert_acknowledged_events_kept(project, [retried])
-    assert_recall_as_without_faults(reference, project)
-    assert_same_state(stack, reference, project)
+    assert_converged_to_the_fault_free_run(stack, reference, project, [retried])
 
 
 def test_an_event_transaction_committed_and_resent_by_the_sdk_answers_as_the_first_write(
@@ -537,9 +541,7 @@ def test_an_event_transaction_committed_and_resent_by_the_sdk_answers_as_the_fir
     assert replay.body["jobId"] == job_id
     structure_until_done(stack, take_job_messages(stack, {job_id}))
     assert queued_job_ids(stack) == []  # the replay sent none
-    assert_acknowledged_events_kept(project, [reply])
-    assert_recall_as_without_faults(reference, project)
-    assert_same_state(stack, reference, project)
+    assert_converged_to_the_fault_free_run(stack, reference, project, [reply])
 
 
 # -- 1. remember: the provisional index (after the commit) ----------------------------------------------
@@ -577,9 +579,7 @@ def test_a_failing_provisional_index_still_acknowledges_and_structuring_complete
     assert reply.status == 202, reply.body  # acknowledged: the events are committed
     assert [e["replayed"] for e in reply.body["events"]] == [False, False]
     structure_until_done(stack, take_job_messages(stack, {reply.body["jobId"]}))
-    assert_acknowledged_events_kept(project, [reply])
-    assert_recall_as_without_faults(reference, project)
-    assert_same_state(stack, reference, project)
+    assert_converged_to_the_fault_free_run(stack, reference, project, [reply])
 
 
 def test_a_replay_after_a_failed_provisional_index_completes_it(stack: AwsStack, faults: Faults) -> None:
@@ -637,9 +637,7 @@ def test_a_job_message_not_sent_after_the_commit_is_requeued_by_the_sweeper(
         structure_until_done(stack, [delivered])
     assert get_job(project, job_id).body["status"] == "done"
     assert sweep_later(minutes=60) == 0  # done: off the sweeper's list
-    assert_acknowledged_events_kept(project, [reply])
-    assert_recall_as_without_faults(reference, project)
-    assert_same_state(stack, reference, project)
+    assert_converged_to_the_fault_free_run(stack, reference, project, [reply])
 
 
 def test_a_sweep_whose_messages_were_refused_requeues_the_job_at_its_next_turn(
@@ -661,9 +659,7 @@ def test_a_sweep_whose_messages_were_refused_requeues_the_job_at_its_next_turn(
     assert sweep_later(minutes=5) == 0  # claimed by the run that failed: not again at once
     assert sweep_later(minutes=11) == 1  # its next turn: its age again after the last
     structure_until_done(stack, take_job_messages(stack, {reply.body["jobId"]}))
-    assert_acknowledged_events_kept(project, [reply])
-    assert_recall_as_without_faults(reference, project)
-    assert_same_state(stack, reference, project)
+    assert_converged_to_the_fault_free_run(stack, reference, project, [reply])
 
 
 # -- 1. and 3. structuring: the commit, and a function dying mid-batch ------------------------------------
@@ -719,9 +715,7 @@ def test_a_failing_structuring_step_converges_when_the_message_is_redelivered(  
     assert failed == ([] if kind == "conflict" else [messages[0]["MessageId"]])
     structure_until_done(stack, messages)  # SQS delivers it again
     assert get_job(project, reply.body["jobId"]).body["status"] == "done"
-    assert_acknowledged_events_kept(project, [reply])
-    assert_recall_as_without_faults(reference, project)
-    assert_same_state(stack, reference, project)
+    assert_converged_to_the_fault_free_run(stack, reference, project, [reply])
 
 
 def two_jobs(stack: AwsStack, project: str) -> tuple[list[Reply], list[dict[str, Any]]]:
@@ -845,9 +839,7 @@ def test_an_outage_outlasting_the_sweepers_requeues_never_fails_the_job_while_it
     assert after == {"batchItemFailures": []}
     assert get_job(project, job_id).body["status"] == "done"
     assert sweep_later(minutes=600) == 0
-    assert_acknowledged_events_kept(project, [reply])
-    assert_recall_as_without_faults(reference, project)
-    assert_same_state(stack, reference, project)
+    assert_converged_to_the_fault_free_run(stack, reference, project, [reply])
 
 
 def test_a_job_failing_every_receive_reaches_the_dlq_failed_and_a_redrive_structures_it(
@@ -881,9 +873,7 @@ def test_a_job_failing_every_receive_reaches_the_dlq_failed_and_a_redrive_struct
     assert job["status"] == "done"
     assert "error" not in job
     assert deliver_as_sqs(stack) is None  # acknowledged: off the queue
-    assert_acknowledged_events_kept(project, [reply])
-    assert_recall_as_without_faults(reference, project)
-    assert_same_state(stack, reference, project)
+    assert_converged_to_the_fault_free_run(stack, reference, project, [reply])
 
 
 # -- 1. forget: the ledger append, the tombstones ------------------------------------------------------
