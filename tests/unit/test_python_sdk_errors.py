@@ -158,6 +158,27 @@ def test_given_a_503_on_a_real_forget_then_it_is_not_sent_again() -> None:
     assert (raised.value.status, len(seen)) == (503, 1)
 
 
+def test_given_a_transaction_race_429_then_a_create_or_an_unkeyed_forget_is_sent_once() -> None:
+    # The race may follow a first attempt that committed (docs/api.md): a second webhook, or a
+    # forget answering an empty set instead of its receipt. A keyed forget replays: sent again.
+    seen: list[str] = []
+
+    def racing(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        code = "ledger_busy" if request.url.path.endswith("/forget") else "transaction_busy"
+        return httpx.Response(429, content=error_body(code), headers={"Retry-After": "0"})
+
+    with mocked(racing, max_retries=2) as client:
+        with pytest.raises(KaiboAPIError, match="for a person") as created:
+            client.create_webhook("https://hooks.example/k", ["memory.forgotten"])
+        with pytest.raises(KaiboAPIError) as forgot:
+            client.forget(query="locker", reason="asked")
+        assert (created.value.code, forgot.value.code, len(seen)) == ("transaction_busy", "ledger_busy", 2)
+        with pytest.raises(KaiboAPIError):
+            client.forget(query="locker", reason="asked", idempotency_key="erase-1")
+    assert len(seen) == 2 + 3
+
+
 def test_given_an_answer_that_is_not_json_then_invalid_response() -> None:
     with (
         mocked(lambda _: httpx.Response(200, content=b"<html>")) as client,

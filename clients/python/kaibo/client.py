@@ -89,8 +89,8 @@ class KaiboClient(ClientSettings[httpx.Client, httpx.BaseTransport]):
     ) -> Any:
         """One call: the parsed JSON body (None when empty); raises KaiboAPIError on 4xx/5xx.
 
-        A 429 is retried after its ``Retry-After``; a 5xx or a connection failure only when the
-        call is idempotent (kaibo.retry, kaibo._http.is_idempotent).
+        A 429 is retried after its ``Retry-After``; a 5xx, a connection failure or a transaction
+        race's 429 only when the call is idempotent (kaibo.retry, kaibo._http.is_idempotent).
         """
         spec = self._target.request(method, path, body=body, query=query)
         response = self._send(spec)

@@ -4,6 +4,10 @@
   answers it before anything is written. The wait is its ``Retry-After``, or the backoff when it
   has none. A ``Retry-After`` longer than ``max_retry_after`` (a used-up quota: an hour) is final:
   the error is raised at once, its ``retry_after`` telling the caller when to come back.
+- Except a ``429`` for a transaction that kept racing (``RACE_CODES``): its first attempt may have
+  committed (docs/api.md, "Concurrent writers"), so, like a 5xx, it is retried only for an
+  idempotent call. Sent again, a webhook or project would be created twice, and a forget without
+  a key would answer an empty set instead of its receipt.
 - ``500``, ``502``, ``503``, ``504`` and connection failures (refused, reset, no answer line)
   are retried only for an idempotent call (``kaibo._http.is_idempotent``): the first attempt
   may have done its work, and only those calls can safely do it again.
@@ -27,6 +31,9 @@ MAX_RETRY_AFTER_SECONDS = 30.0
 #: Statuses retried for idempotent calls.
 RETRIED_SERVER_STATUSES = frozenset({500, 502, 503, 504})
 THROTTLED_STATUS = 429
+#: The 429 codes of a DynamoDB transaction race (``stream_busy`` is left out: remember is always
+#: idempotent, and its optimistic append loses without writing).
+RACE_CODES = frozenset({"ledger_busy", "project_busy", "transaction_busy"})
 
 
 @dataclass(frozen=True)
@@ -65,7 +72,7 @@ def retryable(error: KaiboError, *, idempotent: bool) -> bool:
     """Whether sending the same request again may succeed and is safe."""
     if isinstance(error, KaiboAPIError):
         if error.status == THROTTLED_STATUS:
-            return True
+            return idempotent or error.code not in RACE_CODES
         return idempotent and error.status in RETRIED_SERVER_STATUSES
     if isinstance(error, KaiboTimeoutError):
         return False

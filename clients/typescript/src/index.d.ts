@@ -42,7 +42,7 @@ export interface KaiboOptions {
   apiKey?: string;
   /** The limit of each attempt of a call, in ms (default 30000). */
   timeoutMs?: number;
-  /** How often a call is retried (default 3): 429 always, 5xx and network errors when idempotent. */
+  /** How often a call is retried (default 3): 429 always (a transaction race's, ledger_busy, project_busy, transaction_busy, when idempotent), 5xx and network errors when idempotent. */
   maxRetries?: number;
   /** The fetch to use (default: the global one). */
   fetch?: typeof globalThis.fetch;
@@ -254,7 +254,7 @@ export declare class Kaibo {
 
   /**
    * Any route: the parsed JSON answer (undefined for 204). Retried as the other calls: a 429
-   * always; a 5xx or a network error for GET, or when `idempotent` says the call is safe twice.
+   * always (a transaction race's as a 5xx); a 5xx or a network error for GET, or when `idempotent` says the call is safe twice.
    */
   request<T = unknown>(
     method: string,

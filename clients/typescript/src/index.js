@@ -18,8 +18,15 @@ const BACKOFF_CAP_MS = 8_000;
 const DEFAULT_JOB_WAIT_MS = 60_000;
 const DEFAULT_JOB_POLL_MS = 250;
 const MAX_JOB_POLL_MS = 2_000;
-/** Statuses retried for idempotent calls (429 is retried for every call: nothing ran). */
+/** Statuses retried for idempotent calls (429 is retried for every call, but for RACE_CODES). */
 const RETRIED_STATUSES = new Set([500, 502, 503, 504]);
+/**
+ * 429 codes of a transaction that kept racing: its first attempt may have committed (docs/api.md),
+ * so, like a 5xx, they are retried for idempotent calls only (a webhook or project created twice,
+ * an unkeyed forget answering an empty set instead of its receipt). remember's stream_busy is not
+ * among them: remember is idempotent.
+ */
+const RACE_CODES = new Set(["ledger_busy", "project_busy", "transaction_busy"]);
 const JSON_TYPE = "application/json";
 const EVENT_STREAM_TYPE = "text/event-stream";
 const SELECTORS = ["memoryId", "query", "stream", "subject"];
@@ -237,7 +244,8 @@ export class Kaibo {
    * `baseUrl` (else KAIBO_URL, else KAIBO_ENDPOINT) is the API's root, e.g. http://127.0.0.1:3000
    * or https://<id>.execute-api.<region>.amazonaws.com/prod; `apiKey` (else KAIBO_API_KEY) a
    * project key. `timeoutMs` bounds each attempt of a call (default 30 s); `maxRetries` (default
-   * 3) how often a 429, and for idempotent calls a 5xx or a network error, is retried.
+   * 3) how often a 429, and for idempotent calls a 5xx, a network error or a transaction race's
+   * 429 (RACE_CODES), is retried.
    */
   constructor(options = {}) {
     const baseUrl = options.baseUrl ?? env("KAIBO_URL") ?? env("KAIBO_ENDPOINT");
@@ -275,7 +283,8 @@ export class Kaibo {
    * Send a request until it gets a 2xx: { response, deadline } (the caller reads the body, then
    * clears the deadline), or with `readText` { response, text }: the body read within the attempt,
    * so that a connection lost mid-body is retried like one lost before the status. 429 is retried
-   * for every call, after its Retry-After; 5xx and network errors only when `idempotent`.
+   * for every call, after its Retry-After (a RACE_CODES 429 only when `idempotent`); 5xx and
+   * network errors only when `idempotent`.
    * Timeouts and aborts are not retried.
    */
   async #send(method, path, { body, query, idempotent, signal, timeoutMs, accept = JSON_TYPE, readText = false }) {
@@ -318,7 +327,7 @@ export class Kaibo {
       }
       deadline.clear();
       const retried =
-        error.status === 429 ||
+        (error.status === 429 && (idempotent || !RACE_CODES.has(error.code))) ||
         (idempotent && (RETRIED_STATUSES.has(error.status) || error.code === "network_error"));
       if (!retried || attempt >= this.maxRetries) throw error;
       // A Retry-After past the cap (a used-up quota: an hour) is final: the caller reads error.retryAfter.
@@ -330,7 +339,7 @@ export class Kaibo {
 
   /**
    * Any route: the parsed JSON answer, or undefined when the answer has no body (204). A 429 is
-   * retried after its Retry-After; a 5xx or a network error only for GET (`idempotent: true`
+   * retried after its Retry-After (a transaction race's only as a 5xx is); a 5xx or a network error only for GET (`idempotent: true`
    * says a POST is safe to send twice). For routes this client does not wrap yet.
    */
   async request(method, path, { body, query, idempotent, signal, timeoutMs } = {}) {

@@ -209,6 +209,24 @@ describe("the client", () => {
     assert.ok(performance.now() - began >= 950, "Retry-After: 1 was honoured");
   });
 
+  test("a transaction race's 429 is retried for idempotent calls only (it may follow a commit)", async () => {
+    const busy = (code) => apiError(429, code, {}, { "Retry-After": "0" });
+    const created = scripted(busy("transaction_busy"));
+    await assert.rejects(client(created.fetch).createWebhook({ url: "https://h.example/k", events: ["memory.forgotten"] }), {
+      status: 429,
+      code: "transaction_busy",
+    });
+    assert.equal(created.calls.length, 1);
+    const unkeyed = scripted(busy("ledger_busy"));
+    await assert.rejects(client(unkeyed.fetch).forget({ query: "release", reason: "asked" }), { code: "ledger_busy" });
+    assert.equal(unkeyed.calls.length, 1);
+    const receipt = { dryRun: false, previewToken: "t", memories: [], eventIds: [], replayed: true };
+    const keyed = scripted(busy("ledger_busy"), json(200, receipt));
+    const answer = await client(keyed.fetch).forget({ query: "release", reason: "asked", idempotencyKey: "erase-1" });
+    assert.deepEqual(answer, receipt);
+    assert.equal(keyed.calls.length, 2);
+  });
+
   test("a 429 past maxRetries throws it, with retryAfter", async () => {
     const { fetch, calls } = scripted(apiError(429, "rate_limited", {}, { "Retry-After": "0" }));
     await assert.rejects(client(fetch, { maxRetries: 2 }).recall("q"), { status: 429, code: "rate_limited", retryAfter: 0 });
