@@ -14,7 +14,8 @@ the emulator cannot drift from what is deployed.
   handler, environment (Globals merged with its own, intrinsics unresolved) and
   its API routes; ``authorizer_function`` names the default authorizer's function.
 - ``resolve_environment``: a function's environment with ``Ref`` / ``Fn::Sub`` /
-  ``Fn::GetAtt`` resolved against the local resources and parameters.
+  ``Fn::GetAtt`` resolved against the local resources and parameters; a variable naming an API
+  Gateway resource (the usage plan, an API key) is empty: the local stack has no API Gateway.
 """
 
 from __future__ import annotations
@@ -558,6 +559,38 @@ class _Resolver:
         return _SUB_VARIABLE.sub(replace, str(text))
 
 
+def api_gateway_resources(template: Mapping[str, Any]) -> frozenset[str]:
+    """Logical ids of the template's API Gateway resources (the API, its usage plan and keys)."""
+    return frozenset(
+        logical_id
+        for logical_id, resource in template["Resources"].items()
+        if isinstance(resource, dict)
+        and (
+            resource.get("Type") == API_TYPE or str(resource.get("Type", "")).startswith("AWS::ApiGateway::")
+        )
+    )
+
+
+def _names_any(value: Any, logical_ids: frozenset[str]) -> bool:
+    """Whether ``value`` refers to one of ``logical_ids`` (``Ref``, ``Fn::GetAtt``, ``Fn::Sub``)."""
+    if isinstance(value, dict):
+        if set(value) == {"Ref"}:
+            return str(value["Ref"]).split(".", 1)[0] in logical_ids
+        if set(value) == {"Fn::GetAtt"}:
+            target = value["Fn::GetAtt"]
+            return str(target[0] if isinstance(target, list) else target.split(".", 1)[0]) in logical_ids
+        if set(value) == {"Fn::Sub"}:
+            argument = value["Fn::Sub"]
+            text = argument[0] if isinstance(argument, list) else argument
+            named = {name.split(".", 1)[0] for name in _SUB_VARIABLE.findall(str(text))}
+            variables = argument[1] if isinstance(argument, list) else {}
+            return bool(named & logical_ids) or _names_any(variables, logical_ids)
+        return any(_names_any(inner, logical_ids) for inner in value.values())
+    if isinstance(value, list):
+        return any(_names_any(inner, logical_ids) for inner in value)
+    return False
+
+
 def resolve_environment(
     env: Mapping[str, Any],
     table_names: Mapping[str, str],
@@ -570,13 +603,20 @@ def resolve_environment(
     knows may be passed there, e.g. queue URLs), to ``parameters[name]``, or, for parameters not
     given, to the default in ``template`` (default: the repository's template.yaml) or a pseudo
     parameter (``AWS::Region`` ...). ``Fn::Sub``, ``Fn::Join`` and ``Fn::GetAtt <Table>.Arn`` are
-    resolved too. Anything else raises ``UnresolvedReferenceError`` naming the variable.
+    resolved too. A variable that names an API Gateway resource is ``""``: there is none locally (the
+    functions then make no API Gateway call, docs/local-stack.md). Anything else raises
+    ``UnresolvedReferenceError`` naming the variable.
     """
-    values = parameter_values(load_template() if template is None else template, parameters)
+    template = load_template() if template is None else template
+    values = parameter_values(template, parameters)
+    absent = api_gateway_resources(template)
     resolver = _Resolver(
         refs={**values, **table_names},
         region=values["AWS::Region"],
         account=values["AWS::AccountId"],
         partition=values["AWS::Partition"],
     )
-    return {name: resolver.resolve(value, f"environment variable {name}") for name, value in env.items()}
+    return {
+        name: "" if _names_any(value, absent) else resolver.resolve(value, f"environment variable {name}")
+        for name, value in env.items()
+    }

@@ -69,9 +69,15 @@ EXPECTED_ROUTES: dict[tuple[str, str], str] = {
 EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
     "AuthorizerFunction": {("dynamodb:GetItem", "ProjectsTable")},
     "AdminFunction": {
+        ("dynamodb:GetItem", "ProjectsTable"),
         ("dynamodb:PutItem", "ProjectsTable"),
         ("dynamodb:UpdateItem", "ProjectsTable"),
         ("dynamodb:ConditionCheckItem", "ProjectsTable"),
+        # A new project's API key, in the usage plan (per-project throttles); GET finds the key an
+        # earlier try made (adapters/apigateway_usage_plans.py).
+        ("apigateway:POST", "apigateway:/apikeys if ProjectThrottlesOn"),
+        ("apigateway:GET", "apigateway:/apikeys if ProjectThrottlesOn"),
+        ("apigateway:POST", "apigateway:/usageplans/${ProjectUsagePlan}/keys if ProjectThrottlesOn"),
     },
     "RememberFunction": {
         ("dynamodb:GetItem", "EventsTable"),
@@ -213,6 +219,9 @@ WRITE_ACTIONS = {
 EXPECTED_GATEWAY_RESPONSES: dict[str, tuple[str | None, str]] = {
     "UNAUTHORIZED": ("401", "unauthorized"),
     "ACCESS_DENIED": ("403", "forbidden"),
+    # No usage key from the authorizer, or one the usage plan lacks: the deployment's fault.
+    "INVALID_API_KEY": ("500", "internal_error"),
+    "API_CONFIGURATION_ERROR": ("500", "internal_error"),
     "MISSING_AUTHENTICATION_TOKEN": ("404", "not_found"),
     "RESOURCE_NOT_FOUND": ("404", "not_found"),
     "THROTTLED": ("429", "rate_limited"),
@@ -254,11 +263,14 @@ _BEDROCK_ARN = re.compile(
     r"arn:\$\{AWS::Partition\}:bedrock:(?P<region>\$\{AWS::Region\}|\*|):(?P<account>\$\{AWS::AccountId\})?:"
     r"(?P<resource>(?:foundation-model|inference-profile)/(?:\$\{\w+\}|\*))"
 )
+#: An API Gateway management ARN of this region: ``apigateway:<path>`` (``/apikeys``, ...).
+_APIGATEWAY_ARN = re.compile(r"arn:\$\{AWS::Partition\}:apigateway:\$\{AWS::Region\}::(?P<path>/[\w/${}]+)")
 _BEDROCK_REGIONS = {"${AWS::Region}": "", "*": "any region: ", "": "no region: "}
 
 
 def resource_name(resource: Any) -> str:
-    """``!GetAtt T.Arn`` → "T"; ``!Sub "${T.Arn}/index/I"`` → "T/index/I"; a Bedrock ARN →
+    """``!GetAtt T.Arn`` → "T"; ``!Sub "${T.Arn}/index/I"`` → "T/index/I"; an API Gateway ARN →
+    "apigateway:/apikeys" (its path, parameters left as ``${Name}``); a Bedrock ARN →
     "foundation-model/${Param}" in this region (or "any region: …", "no region: …"); anything else
     fails."""
     if isinstance(resource, dict) and "Fn::GetAtt" in resource:
@@ -275,6 +287,9 @@ def resource_name(resource: Any) -> str:
             else:
                 assert not bedrock["account"], resource
             return _BEDROCK_REGIONS[bedrock["region"]] + bedrock["resource"]
+        apigateway = _APIGATEWAY_ARN.fullmatch(resource["Fn::Sub"])
+        if apigateway:
+            return f"apigateway:{apigateway['path']}"
         match = re.fullmatch(r"\$\{(\w+)\.Arn\}(/index/\w+)", resource["Fn::Sub"])
         assert match, f"unexpected resource {resource}"
         return match.group(1) + match.group(2)
@@ -512,6 +527,93 @@ def test_given_the_api_then_it_is_a_traced_throttled_rest_api_serving_zip(templa
     assert defaults["ThrottlingRateLimit"] > 0
     assert defaults["ThrottlingBurstLimit"] >= defaults["ThrottlingRateLimit"]
     assert not defaults.get("DataTraceEnabled"), "data trace would log request bodies (people's words)"
+
+
+def test_given_per_project_throttles_then_every_v1_route_needs_the_usage_key_the_authorizer_returns(
+    template: dict[str, Any],
+) -> None:
+    props = api(template)
+    assert props["ApiKeySourceType"] == "AUTHORIZER"  # never a client's X-API-Key header
+    assert props["Auth"]["ApiKeyRequired"] is True
+    assert props["Auth"]["AddApiKeyRequiredToCorsPreflight"] is False
+    for spec in function_specs(template):
+        for name, event in (template["Resources"][spec.logical_id]["Properties"].get("Events") or {}).items():
+            if event["Type"] != "Api":
+                continue
+            path, auth = event["Properties"]["Path"], event["Properties"].get("Auth") or {}
+            if ("GET", path) in PUBLIC_ROUTES:
+                assert auth == {"Authorizer": "NONE", "ApiKeyRequired": False}, f"{spec.logical_id}.{name}"
+            else:
+                assert path.startswith("/v1/"), path
+                assert "ApiKeyRequired" not in auth, f"{spec.logical_id}.{name}: the API's default holds"
+
+
+def test_given_the_usage_plan_then_it_meters_the_stage_per_project_below_the_stage_limit(
+    template: dict[str, Any],
+) -> None:
+    resources = template["Resources"]
+    plan = resources["ProjectUsagePlan"]
+    assert plan["Type"] == "AWS::ApiGateway::UsagePlan"
+    assert plan["Properties"]["ApiStages"] == [
+        {"ApiId": {"Ref": "KaiboApi"}, "Stage": {"Ref": "KaiboApi.Stage"}}
+    ]
+    assert plan["Properties"]["Throttle"] == {
+        "Fn::If": [
+            "ProjectThrottlesOn",
+            {"RateLimit": {"Ref": "ProjectRateLimit"}, "BurstLimit": {"Ref": "ProjectBurstLimit"}},
+            {"Ref": "AWS::NoValue"},
+        ]
+    }
+    assert plan["Properties"]["Quota"] == {
+        "Fn::If": [
+            "WithProjectQuota",
+            {"Limit": {"Ref": "ProjectQuotaPerDay"}, "Period": "DAY"},
+            {"Ref": "AWS::NoValue"},
+        ]
+    }
+    parameters = template["Parameters"]
+    assert parameters["ProjectThrottles"]["Default"] == "on"
+    assert parameters["ProjectQuotaPerDay"]["Default"] == 0  # no quota unless asked
+    (stage,) = api(template)["MethodSettings"]
+    assert parameters["ProjectRateLimit"]["Default"] < stage["ThrottlingRateLimit"]
+    assert parameters["ProjectBurstLimit"]["Default"] < stage["ThrottlingBurstLimit"]
+    assert parameters["ProjectBurstLimit"]["Default"] >= parameters["ProjectRateLimit"]["Default"]
+
+
+def test_given_the_shared_usage_key_then_it_is_in_the_plan_and_the_authorizer_returns_its_value(
+    template: dict[str, Any],
+) -> None:
+    resources = template["Resources"]
+    shared = resources["SharedUsageKey"]["Properties"]
+    assert resources["SharedUsageKey"]["Type"] == "AWS::ApiGateway::ApiKey"
+    assert shared["Enabled"] is True
+    assert resources["SharedUsageKeyInPlan"]["Properties"] == {
+        "KeyId": {"Ref": "SharedUsageKey"},
+        "KeyType": "API_KEY",
+        "UsagePlanId": {"Ref": "ProjectUsagePlan"},
+    }
+    specs = {spec.logical_id: spec for spec in function_specs(template)}
+    assert specs["AuthorizerFunction"].environment["KAIBO_SHARED_USAGE_KEY"] == shared["Value"]
+    # 20 to 128 characters: "kaibo-shared-" + a 10-character API id + "-" + a 12-digit account
+    assert shared["Value"] == {"Fn::Sub": "kaibo-shared-${KaiboApi}-${AWS::AccountId}"}
+
+
+@pytest.mark.parametrize(("throttles", "plan_id"), [("on", "ProjectUsagePlan"), ("off", "")])
+def test_given_project_throttles_off_then_admin_gets_no_plan_and_the_plan_limits_nothing(
+    template: dict[str, Any], throttles: str, plan_id: str
+) -> None:
+    from kaibo_local.template import chosen, condition_holds, parameter_values
+
+    parameters = parameter_values(template, {"ProjectThrottles": throttles, "ProjectQuotaPerDay": "1000"})
+    admin_env = {spec.logical_id: spec for spec in function_specs(template)}["AdminFunction"].environment
+    configured = chosen(admin_env["KAIBO_USAGE_PLAN_ID"], template, parameters)
+    assert configured == ({"Ref": plan_id} if plan_id else "")
+    on = throttles == "on"
+    assert condition_holds(template, "ProjectThrottlesOn", parameters) is on
+    assert condition_holds(template, "WithProjectQuota", parameters) is on
+    assert not condition_holds(
+        template, "WithProjectQuota", parameter_values(template, {"ProjectThrottles": throttles})
+    )
 
 
 def test_given_access_logs_then_each_line_holds_ids_status_and_latency_never_a_body_header_or_key(

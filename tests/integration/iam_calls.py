@@ -4,20 +4,24 @@ function's policy in template.yaml: a call its role would be refused on AWS fail
 run every handler through ``checked_invocation``.
 
 Recorded: every call made through the container's clients (``wiring.dynamodb()``, ``wiring.sqs()``,
-the KMS client), as the IAM actions AWS evaluates for it (a transaction needs each item's action;
-``SendMessageBatch`` needs ``sqs:SendMessage``). Reads on recall's direct path bypass botocore and are
-not seen; services a test injects with clients of its own are not seen either.
+the KMS and API Gateway clients), as the IAM actions AWS evaluates for it (a transaction needs each
+item's action; ``SendMessageBatch`` needs ``sqs:SendMessage``; API Gateway's actions are the HTTP
+verb on the resource's path, ``apigateway:POST`` on ``/apikeys``). A grant under a template
+condition counts when the condition holds with the template's default parameters. Reads on
+recall's direct path bypass botocore and are not seen; services a test injects with clients of
+its own are not seen either.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from typing import Any, TypeVar
 
-from kaibo_local.template import load_template
+from kaibo_local.template import condition_holds, load_template, parameter_values
 from tests.contract.test_template import permissions
 
 _T = TypeVar("_T")
@@ -30,6 +34,13 @@ _TRANSACT_ACTIONS = {
     "Get": "GetItem",
 }
 _SQS_ACTIONS = {"SendMessageBatch": "SendMessage", "DeleteMessageBatch": "DeleteMessage"}
+#: API Gateway operations: (HTTP verb, resource path with ``{usagePlanId}`` in place).
+_APIGATEWAY_ACTIONS = {
+    "CreateApiKey": ("POST", "/apikeys"),
+    "GetApiKeys": ("GET", "/apikeys"),
+    "CreateUsagePlanKey": ("POST", "/usageplans/{usagePlanId}/keys"),
+}
+_ONLY_IF = re.compile(r" if (?P<condition>\w+)$")
 
 
 def logical_id(function_dir: str) -> str:
@@ -39,7 +50,22 @@ def logical_id(function_dir: str) -> str:
 
 @cache
 def policy(function: str) -> frozenset[tuple[str, str]]:
-    return frozenset(permissions(load_template(), function))
+    """The function's grants; one under a template condition when it holds by default."""
+    template = load_template()
+    defaults = parameter_values(template)
+    granted = set()
+    for action, resource in permissions(template, function):
+        only_if = _ONLY_IF.search(resource)
+        if only_if is None:
+            granted.add((action, resource))
+        elif condition_holds(template, only_if["condition"], defaults):
+            granted.add((action, resource[: only_if.start()]))
+    return frozenset(granted)
+
+
+def _usage_plan(plan_id: str) -> str:
+    """The usage plan as the template's policy names it (the one the function is configured with)."""
+    return "${ProjectUsagePlan}" if plan_id == os.environ.get("KAIBO_USAGE_PLAN_ID") else plan_id
 
 
 def _logical(physical: str) -> str:
@@ -51,6 +77,14 @@ def iam_pairs(service: str, operation: str, params: dict[str, Any]) -> list[tupl
     """The (action, resource) pairs IAM checks for one API call."""
     if service == "kms":
         return [(f"kms:{operation}", "WebhookSecretsKey")]
+    if service == "apigateway":
+        verb, path = _APIGATEWAY_ACTIONS[operation]
+        return [
+            (
+                f"apigateway:{verb}",
+                "apigateway:" + path.format(usagePlanId=_usage_plan(params.get("usagePlanId", ""))),
+            )
+        ]
     if service == "sqs":
         return [(f"sqs:{_SQS_ACTIONS.get(operation, operation)}", _logical(params.get("QueueUrl", "?")))]
     if operation in ("TransactWriteItems", "TransactGetItems"):
@@ -73,7 +107,7 @@ def _container_clients() -> list[Any]:
     from kaibo_core.runtime import wiring
 
     clients = []
-    for make in (wiring.dynamodb, wiring.sqs, aws.kms_client):
+    for make in (wiring.dynamodb, wiring.sqs, aws.kms_client, aws.apigateway_client):
         try:
             clients.append(make())
         except Exception:

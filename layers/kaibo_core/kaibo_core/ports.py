@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from kaibo_core.core.ledger import EventLocation, LedgerEntry
     from kaibo_core.core.models.events import EventRecord, StreamHead
     from kaibo_core.core.models.jobs import JobRecord, PendingJob
-    from kaibo_core.core.models.keys import StoredKey
+    from kaibo_core.core.models.keys import StoredKey, UsageKeyGap
     from kaibo_core.core.models.memories import (
         CorpusStats,
         MemoryRecord,
@@ -306,11 +306,41 @@ class ProjectStore(Protocol):
         scopes: Sequence[str],
         now: str,
         time_zone: str | None = None,
+        usage_key: str | None = None,
     ) -> None: ...
 
     def add_key(self, project: ProjectId, key: IssuedKey, scopes: Sequence[str], now: str) -> None: ...
 
     def revoke_key(self, key_id: str, now: str) -> None: ...
+
+
+class UsageKeyBackfill(Protocol):
+    """Projects created before per-project throttles, given their usage key afterwards."""
+
+    def without_usage_keys(self) -> Iterator[UsageKeyGap]:
+        """Every project some of whose keys lack its usage key (or that has none itself)."""
+        ...
+
+    def give_usage_key(self, project: ProjectId, usage_key: str) -> str:
+        """``usage_key`` becomes the project's unless it has one already; the one it has now."""
+        ...
+
+    def give_key_usage_key(self, key_id: str, usage_key: str) -> bool:
+        """The key carries ``usage_key`` unless it carries one already; whether it was written."""
+        ...
+
+
+class UsagePlanEnrollment(Protocol):
+    """Per-project throttles: an API key of the usage plan for each project."""
+
+    def enroll(self, project: ProjectId, usage_key: str) -> None:
+        """The usage plan holds an API key of value ``usage_key`` for ``project`` once this returns;
+        safe to call again with the same arguments (it then creates nothing more)."""
+        ...
+
+    def existing_usage_key(self, project: ProjectId) -> str | None:
+        """The value of a key made for ``project`` before (None: none was)."""
+        ...
 
 
 class KeyLookup(Protocol):

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs import SQSClient
 
+    from kaibo_core.adapters.apigateway_usage_plans import ApiGatewayClient
     from kaibo_core.adapters.kms_secrets import KmsClient
     from kaibo_core.adapters.sdk_speedups.direct_reads import DirectDynamoReads, Observer
 
@@ -63,6 +64,12 @@ def sqs_client() -> SQSClient:
 def kms_client() -> KmsClient:
     """KMS, for webhook signing secrets only (the functions that manage or deliver webhooks)."""
     return cast("KmsClient", botocore_session().create_client("kms", config=_CONFIG))
+
+
+@lru_cache(maxsize=1)
+def apigateway_client() -> ApiGatewayClient:
+    """API Gateway, for per-project throttles' API keys only (the admin function)."""
+    return cast("ApiGatewayClient", botocore_session().create_client("apigateway", config=_CONFIG))
 
 
 def dynamodb_reads(direct: bool = True, observer: Observer | None = None) -> DynamoReads:

@@ -2,7 +2,10 @@
 
 ``project#<id>`` holds the project; ``apikey#<keyId>`` holds a key's salted
 hash, its project and scopes. Keys are found by key id alone: the authorizer
-learns the project from the key, never the other way round.
+learns the project from the key, never the other way round. A project with its own usage key
+(per-project throttles) has it on its item and on each of its keys' (``usageKey``), so that the
+authorizer reads one item; a key is added with the usage key its project had when it was read
+(the write checks it is still the project's, and reads again if a migration set one meanwhile).
 
 A write that creates a key is safe to send twice: the key's id and salted hash are made once per
 request, so when the SDK retries a transaction that had committed (its answer lost), the key's
@@ -14,7 +17,7 @@ tried again (``dynamodb_transactions``); after a few, ``429 project_busy``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -23,12 +26,12 @@ from kaibo_core.adapters.dynamodb_transactions import transact_write
 from kaibo_core.core import storage_keys
 from kaibo_core.core.api_keys import IssuedKey
 from kaibo_core.core.errors import NotFoundError, TooManyRequestsError
-from kaibo_core.core.models.keys import StoredKey
+from kaibo_core.core.models.keys import StoredKey, UsageKeyGap
 from kaibo_core.core.storage_keys import ProjectId
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+    from mypy_boto3_dynamodb.type_defs import ConditionCheckTypeDef, TransactWriteItemTypeDef
 
 
 def _project_busy() -> TooManyRequestsError:
@@ -39,12 +42,18 @@ def _project_busy() -> TooManyRequestsError:
     )
 
 
-class _RefusedError(Exception):
-    """A key's transaction failed a condition: ``codes`` are its cancellation reasons."""
+#: add_key reads the project's usage key again this often when it changed under it, then 429.
+_USAGE_KEY_READS = 3
 
-    def __init__(self, codes: list[str | None]) -> None:
+
+class _RefusedError(Exception):
+    """A key's transaction failed a condition: ``codes`` are its cancellation reasons, ``old_items``
+    the items a failed condition returned (``ALL_OLD``; empty when there was none or none asked)."""
+
+    def __init__(self, codes: list[str | None], old_items: list[dict[str, Any]]) -> None:
         super().__init__(f"transaction cancelled: {codes}")
         self.codes = codes
+        self.old_items = old_items
 
 
 def _is_own_key(reason: dict[str, Any], key: IssuedKey) -> bool:
@@ -65,19 +74,22 @@ class DynamoProjectStore:
         self._sleep = sleep
 
     def _key_put(
-        self, project: ProjectId, key: IssuedKey, scopes: Sequence[str], now: str
+        self, project: ProjectId, key: IssuedKey, scopes: Sequence[str], now: str, usage_key: str | None
     ) -> TransactWriteItemTypeDef:
+        item: dict[str, Any] = {
+            **{k: {"S": v} for k, v in storage_keys.api_key_key(key.key_id).items()},
+            "projectId": {"S": project},
+            "salt": {"S": key.salt},
+            "secretHash": {"S": key.secret_hash},
+            "scopes": {"SS": list(scopes)},
+            "createdAt": {"S": now},
+        }
+        if usage_key is not None:
+            item["usageKey"] = {"S": usage_key}
         return {
             "Put": {
                 "TableName": self._table,
-                "Item": {
-                    **{k: {"S": v} for k, v in storage_keys.api_key_key(key.key_id).items()},
-                    "projectId": {"S": project},
-                    "salt": {"S": key.salt},
-                    "secretHash": {"S": key.secret_hash},
-                    "scopes": {"SS": list(scopes)},
-                    "createdAt": {"S": now},
-                },
+                "Item": item,
                 "ConditionExpression": "attribute_not_exists(pk)",
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
@@ -96,7 +108,7 @@ class DynamoProjectStore:
                 return
             codes = [reason.get("Code") for reason in reasons]
             if "ConditionalCheckFailed" in codes:
-                raise _RefusedError(codes) from exc
+                raise _RefusedError(codes, [dict(reason.get("Item") or {}) for reason in reasons]) from exc
             raise
 
     def create_project(  # noqa: PLR0917 - a project's fields
@@ -107,6 +119,7 @@ class DynamoProjectStore:
         scopes: Sequence[str],
         now: str,
         time_zone: str | None = None,
+        usage_key: str | None = None,
     ) -> None:
         """The project and its first key, together or not at all."""
         item: dict[str, Any] = {
@@ -117,29 +130,53 @@ class DynamoProjectStore:
         }
         if time_zone is not None:
             item["timeZone"] = {"S": time_zone}
+        if usage_key is not None:
+            item["usageKey"] = {"S": usage_key}
         project_put: TransactWriteItemTypeDef = {
             "Put": {"TableName": self._table, "Item": item, "ConditionExpression": "attribute_not_exists(pk)"}
         }
         try:
-            self._commit_with_key([project_put, self._key_put(project, key, scopes, now)], key)
+            self._commit_with_key([project_put, self._key_put(project, key, scopes, now, usage_key)], key)
         except _RefusedError as exc:
             raise RuntimeError(f"project {project} or key {key.key_id} exists already: {exc.codes}") from exc
 
     def add_key(self, project: ProjectId, key: IssuedKey, scopes: Sequence[str], now: str) -> None:
-        """A new key for an existing project (404 otherwise)."""
-        project_exists: TransactWriteItemTypeDef = {
-            "ConditionCheck": {
+        """A new key for an existing project (404 otherwise), with the project's usage key."""
+        for _ in range(_USAGE_KEY_READS):
+            usage_key = self._usage_key(project)
+            unchanged: ConditionCheckTypeDef = {
                 "TableName": self._table,
                 "Key": {k: {"S": v} for k, v in storage_keys.project_key(project).items()},
-                "ConditionExpression": "attribute_exists(pk)",
+                "ConditionExpression": "attribute_exists(pk) AND attribute_not_exists(usageKey)",
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
-        }
-        try:
-            self._commit_with_key([project_exists, self._key_put(project, key, scopes, now)], key)
-        except _RefusedError as exc:
-            if exc.codes[0] == "ConditionalCheckFailed":
-                raise NotFoundError("project_not_found", f"No project {project!r}.") from exc
-            raise RuntimeError(f"key {key.key_id} exists already: {exc.codes}") from exc
+            if usage_key is not None:
+                unchanged["ConditionExpression"] = "attribute_exists(pk) AND usageKey = :usageKey"
+                unchanged["ExpressionAttributeValues"] = {":usageKey": {"S": usage_key}}
+            project_unchanged: TransactWriteItemTypeDef = {"ConditionCheck": unchanged}
+            try:
+                self._commit_with_key(
+                    [project_unchanged, self._key_put(project, key, scopes, now, usage_key)], key
+                )
+                return
+            except _RefusedError as exc:
+                if exc.codes[0] != "ConditionalCheckFailed":
+                    raise RuntimeError(f"key {key.key_id} exists already: {exc.codes}") from exc
+                if not exc.old_items[0]:
+                    raise NotFoundError("project_not_found", f"No project {project!r}.") from exc
+                # The project got a usage key since it was read (tools/enroll_projects.py): read again.
+        raise _project_busy()
+
+    def _usage_key(self, project: ProjectId) -> str | None:
+        """The project's usage key (None: it has none, or there is no such project)."""
+        response = self._client.get_item(
+            TableName=self._table,
+            Key={k: {"S": v} for k, v in storage_keys.project_key(project).items()},
+            ProjectionExpression="usageKey",
+            ConsistentRead=True,
+        )
+        item: dict[str, Any] = dict(response.get("Item") or {})
+        return str(item["usageKey"]["S"]) if "usageKey" in item else None
 
     def revoke_key(self, key_id: str, now: str) -> None:
         try:
@@ -182,4 +219,64 @@ class DynamoProjectStore:
             secret_hash=item["secretHash"]["S"],
             scopes=tuple(sorted(item["scopes"]["SS"])),
             revoked="revokedAt" in item,
+            usage_key=item["usageKey"]["S"] if "usageKey" in item else None,
         )
+
+    # --- Projects from before per-project throttles (tools/enroll_projects.py) -------------------
+
+    def without_usage_keys(self) -> Iterator[UsageKeyGap]:
+        """One scan of the table: every project some of whose keys lack its usage key."""
+        usage_keys: dict[ProjectId, str | None] = {}
+        lacking: dict[ProjectId, list[str]] = {}
+        pages = self._client.get_paginator("scan").paginate(
+            TableName=self._table,
+            ProjectionExpression="pk, projectId, usageKey",
+            ConsistentRead=True,
+        )
+        for page in pages:
+            for item in page.get("Items", []):
+                project = ProjectId(item["projectId"]["S"])
+                usage_key = item["usageKey"]["S"] if "usageKey" in item else None
+                if item["pk"]["S"].startswith(storage_keys.API_KEY_PREFIX):
+                    if usage_key is None:
+                        lacking.setdefault(project, []).append(
+                            item["pk"]["S"][len(storage_keys.API_KEY_PREFIX) :]
+                        )
+                else:
+                    usage_keys[project] = usage_key
+        for project, usage_key in usage_keys.items():
+            if usage_key is None or project in lacking:
+                yield UsageKeyGap(project, usage_key, tuple(sorted(lacking.get(project, []))))
+
+    def give_usage_key(self, project: ProjectId, usage_key: str) -> str:
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key={k: {"S": v} for k, v in storage_keys.project_key(project).items()},
+                UpdateExpression="SET usageKey = :usageKey",
+                ConditionExpression="attribute_exists(pk) AND attribute_not_exists(usageKey)",
+                ExpressionAttributeValues={":usageKey": {"S": usage_key}},
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            found = self._usage_key(project)
+            if found is None:
+                raise NotFoundError("project_not_found", f"No project {project!r}.") from exc
+            return found
+        return usage_key
+
+    def give_key_usage_key(self, key_id: str, usage_key: str) -> bool:
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key={k: {"S": v} for k, v in storage_keys.api_key_key(key_id).items()},
+                UpdateExpression="SET usageKey = :usageKey",
+                ConditionExpression="attribute_exists(pk) AND attribute_not_exists(usageKey)",
+                ExpressionAttributeValues={":usageKey": {"S": usage_key}},
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            return False
+        return True

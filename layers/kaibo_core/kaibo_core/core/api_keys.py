@@ -8,6 +8,10 @@ the salt keeps equal secrets (there are none) and precomputed tables useless.
 
 The admin key is the same shape with key id ``admin``; the deployment stores
 ``sha256(admin key)`` as a parameter (AdminKeyHash).
+
+A project's *usage key* is the value of its API Gateway API key, which the usage plan meters
+(per-project throttles, docs/deploy.md). It is not a credential: clients never send it, only the
+authorizer hands it to API Gateway after checking the bearer key. Still, it is never logged.
 """
 
 from __future__ import annotations
@@ -35,6 +39,11 @@ def issue_key() -> IssuedKey:
     secret = secrets.token_urlsafe(32)
     salt = secrets.token_hex(16)
     return IssuedKey(key_id, f"kb_{key_id}_{secret}", salt, hash_secret(salt, secret))
+
+
+def issue_usage_key() -> str:
+    """A new project's usage key: 40 random hex characters (API Gateway takes 20 to 128)."""
+    return secrets.token_hex(20)
 
 
 def issue_admin_key() -> tuple[str, str]:

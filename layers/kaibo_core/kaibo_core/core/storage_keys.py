@@ -40,9 +40,13 @@ def project_key(project: ProjectId) -> dict[str, str]:
     return {"pk": f"project#{project}"}
 
 
+#: The partition key of every API key's item begins so (a scan tells keys from projects by it).
+API_KEY_PREFIX = "apikey#"
+
+
 def api_key_key(key_id: str) -> dict[str, str]:
     """API keys are looked up before the project is known: keyed by key id alone."""
-    return {"pk": f"apikey#{key_id}"}
+    return {"pk": f"{API_KEY_PREFIX}{key_id}"}
 
 
 # --- memories and the term index -------------------------------------------------------------

@@ -22,6 +22,9 @@ class Principal:
     key_id: str
     project_id: ProjectId | None
     scopes: frozenset[str]
+    #: The API Gateway API key value whose usage plan limit this caller's requests count against
+    #: (the authorizer's ``usageIdentifierKey``); never in the context, never logged.
+    usage_key: str | None = None
 
     def context(self) -> dict[str, str]:
         """The authorizer context (API Gateway allows only flat string/number/bool values)."""

@@ -57,6 +57,10 @@ class Settings(BaseModel):
     #: Multiplies the retry schedule's waits (1 on AWS; tests shrink hours to seconds).
     webhook_retry_scale: float = Field(default=1.0, gt=0, le=1)
     webhook_timeout_seconds: float = Field(default=10.0, gt=0, le=30)
+    #: Per-project throttles (docs/deploy.md, "Throttles"): the usage plan new projects' API keys
+    #: join (admin; empty: none is made), and the usage key of callers without their own (authorizer).
+    usage_plan_id: str = ""
+    shared_usage_key: str = ""
 
     @classmethod
     def from_environ(cls, environ: dict[str, str] | None = None) -> Settings:
@@ -89,6 +93,8 @@ class Settings(BaseModel):
             webhook_allow_local=env.get("KAIBO_WEBHOOKS_ALLOW_LOCAL", "0").strip().lower() not in _OFF,
             webhook_retry_scale=float(env.get("KAIBO_WEBHOOK_RETRY_SCALE", "1") or 1),
             webhook_timeout_seconds=float(env.get("KAIBO_WEBHOOK_TIMEOUT_SECONDS", "10") or 10),
+            usage_plan_id=env.get("KAIBO_USAGE_PLAN_ID", "").strip(),
+            shared_usage_key=env.get("KAIBO_SHARED_USAGE_KEY", "").strip(),
         )
 
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs import SQSClient
 
+    from kaibo_core.adapters.apigateway_usage_plans import ApiGatewayUsagePlan
     from kaibo_core.adapters.aws import DynamoReads
     from kaibo_core.adapters.dynamodb_events import DynamoEventStore
     from kaibo_core.adapters.dynamodb_jobs import DynamoJobStore
@@ -277,14 +278,26 @@ def streams_service() -> StreamsService:
 def admin_service() -> AdminService:
     from kaibo_core.services.admin import AdminService
 
-    return AdminService(project_store())
+    return AdminService(project_store(), usage_plan=usage_plan())
+
+
+@lru_cache(maxsize=1)
+def usage_plan() -> ApiGatewayUsagePlan | None:
+    """Where new projects' API keys go (per-project throttles); None when no plan is configured
+    (ProjectThrottles=off, the local stack): no API Gateway call is made."""
+    from kaibo_core.adapters import aws
+    from kaibo_core.adapters.apigateway_usage_plans import ApiGatewayUsagePlan
+
+    plan_id = get_settings().usage_plan_id
+    return ApiGatewayUsagePlan(aws.apigateway_client(), plan_id) if plan_id else None
 
 
 @lru_cache(maxsize=1)
 def authorization_service() -> AuthorizationService:
     from kaibo_core.services.authorization import AuthorizationService
 
-    return AuthorizationService(project_store(), get_settings().admin_key_hash)
+    settings = get_settings()
+    return AuthorizationService(project_store(), settings.admin_key_hash, settings.shared_usage_key)
 
 
 @lru_cache(maxsize=1)
@@ -414,6 +427,7 @@ def reset() -> None:
         jobs_service,
         streams_service,
         admin_service,
+        usage_plan,
         authorization_service,
         structuring_service,
         sweeper,
@@ -428,5 +442,6 @@ def reset() -> None:
         aws.plain_dynamodb_client,
         aws.plain_sqs_client,
         aws.kms_client,
+        aws.apigateway_client,
     ):
         factory.cache_clear()

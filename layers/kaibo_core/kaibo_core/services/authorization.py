@@ -4,6 +4,10 @@ API Gateway caches a token's policy (``ReauthorizeEvery``) and applies it to
 every route, so the policy covers all the routes the key may call: a project
 key is allowed ``/v1/*`` except ``/v1/admin/*``; the admin key only
 ``/v1/admin/*``. Scopes (read/write/forget) are checked by each handler.
+
+With per-project throttles (docs/deploy.md, "Throttles"), the answer also names the usage plan's
+API key the request counts against (``usageIdentifierKey``): the project's own, stored on the key's
+item, or the deployment's shared one for the admin key and for projects that have none.
 """
 
 from __future__ import annotations
@@ -20,16 +24,23 @@ PROJECT_ROUTES = "/*/*/v1/*"
 
 
 class AuthorizationService:
-    def __init__(self, keys: KeyLookup, admin_key_hash: str) -> None:
+    def __init__(self, keys: KeyLookup, admin_key_hash: str, shared_usage_key: str = "") -> None:
         self._keys = keys
         self._admin_key_hash = admin_key_hash
+        self._shared_usage_key = shared_usage_key or None
 
     def authenticate(self, authorization: str | None) -> Principal | None:
         token = api_keys.bearer_token(authorization)
         if token is None:
             return None
         if api_keys.is_admin_key(token, self._admin_key_hash):
-            return Principal(role="admin", key_id="admin", project_id=None, scopes=frozenset({"admin"}))
+            return Principal(
+                role="admin",
+                key_id="admin",
+                project_id=None,
+                scopes=frozenset({"admin"}),
+                usage_key=self._shared_usage_key,
+            )
         parsed = api_keys.parse_key(token)
         if parsed is None:
             return None
@@ -42,7 +53,11 @@ class AuthorizationService:
         ):
             return None
         return Principal(
-            role="project", key_id=key_id, project_id=stored.project_id, scopes=frozenset(stored.scopes)
+            role="project",
+            key_id=key_id,
+            project_id=stored.project_id,
+            scopes=frozenset(stored.scopes),
+            usage_key=stored.usage_key or self._shared_usage_key,
         )
 
 
@@ -61,11 +76,14 @@ def policy_for(principal: Principal, method_arn: str) -> dict[str, Any]:
             _statement("Allow", f"{base}{PROJECT_ROUTES}"),
             _statement("Deny", f"{base}{ADMIN_ROUTES}"),
         ]
-    return {
+    policy: dict[str, Any] = {
         "principalId": principal.key_id,
         "policyDocument": {"Version": "2012-10-17", "Statement": statements},
         "context": principal.context(),
     }
+    if principal.usage_key:
+        policy["usageIdentifierKey"] = principal.usage_key
+    return policy
 
 
 def _statement(effect: str, resource: str) -> dict[str, Any]:

@@ -20,6 +20,19 @@ class StoredKey:
     secret_hash: str
     scopes: tuple[str, ...]
     revoked: bool
+    #: The project's usage key (``api_keys.issue_usage_key``), stored on each key's item so that the
+    #: authorizer needs no second read; None for a project created without one.
+    usage_key: str | None = None
+
+
+@dataclass(frozen=True)
+class UsageKeyGap:
+    """A project whose keys do not all carry its usage key yet (created before per-project
+    throttles): ``usage_key`` is the project's (None: it has none), ``key_ids`` its keys without."""
+
+    project_id: ProjectId
+    usage_key: str | None
+    key_ids: tuple[str, ...]
 
 
 @dataclass(frozen=True)

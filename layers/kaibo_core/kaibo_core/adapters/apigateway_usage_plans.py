@@ -1,0 +1,86 @@
+"""Per-project throttles: each project's API Gateway API key, in the deployment's usage plan
+(template.yaml ``ProjectUsagePlan``; docs/deploy.md, "Throttles").
+
+API Gateway calls are outside any DynamoDB transaction, so ``enroll`` converges instead: the key's
+value is chosen by the caller (``api_keys.issue_usage_key``) and API Gateway refuses a second key
+of the same value (``ConflictException``). When the SDK retries a CreateApiKey whose answer was
+lost, or the caller calls ``enroll`` again, the conflict leads to the key already made (found by its
+name, ``kaibo-<projectId>``, and its value), never to a second one. Adding a key the plan already
+holds is a conflict too, and means done.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from botocore.exceptions import ClientError
+
+from kaibo_core.core.storage_keys import ProjectId
+
+
+class ApiGatewayClient(Protocol):
+    def create_api_key(self, **kwargs: Any) -> dict[str, Any]: ...
+    def get_api_keys(self, **kwargs: Any) -> dict[str, Any]: ...
+    def create_usage_plan_key(self, **kwargs: Any) -> dict[str, Any]: ...
+
+
+def usage_key_name(project: ProjectId) -> str:
+    """The API key's name: the project it meters, for an operator reading the usage plan."""
+    return f"kaibo-{project}"
+
+
+def _is_conflict(error: ClientError) -> bool:
+    return error.response.get("Error", {}).get("Code") == "ConflictException"
+
+
+class ApiGatewayUsagePlan:
+    def __init__(self, client: ApiGatewayClient, usage_plan_id: str) -> None:
+        self._client = client
+        self._usage_plan_id = usage_plan_id
+
+    def enroll(self, project: ProjectId, usage_key: str) -> None:
+        key_id = self._create_key(project, usage_key)
+        try:
+            self._client.create_usage_plan_key(
+                usagePlanId=self._usage_plan_id, keyId=key_id, keyType="API_KEY"
+            )
+        except ClientError as error:
+            if not _is_conflict(error):  # the plan holds it already
+                raise
+
+    def existing_usage_key(self, project: ProjectId) -> str | None:
+        """The value of an API key made for ``project`` earlier (a run that stopped before it was
+        stored), so that enrolling the project again reuses it; None if there is none."""
+        name = usage_key_name(project)
+        return next((str(key["value"]) for key in self._keys_named(name)), None)
+
+    def _create_key(self, project: ProjectId, usage_key: str) -> str:
+        name = usage_key_name(project)
+        try:
+            created = self._client.create_api_key(
+                name=name, description=f"Kaibo project {project}", enabled=True, value=usage_key
+            )
+            return str(created["id"])
+        except ClientError as error:
+            if not _is_conflict(error):
+                raise
+        return self._existing_key_id(name, usage_key)
+
+    def _existing_key_id(self, name: str, usage_key: str) -> str:
+        """The id of the key named ``name`` whose value is ``usage_key`` (made by an earlier try)."""
+        for key in self._keys_named(name):
+            if key.get("value") == usage_key:
+                return str(key["id"])
+        raise RuntimeError(f"API key {name} conflicts with a key of another name")
+
+    def _keys_named(self, name: str) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        position: str | None = None
+        while True:
+            page = self._client.get_api_keys(
+                nameQuery=name, includeValues=True, limit=500, **({"position": position} if position else {})
+            )
+            found.extend(key for key in page.get("items", []) if key.get("name") == name)
+            position = page.get("position")
+            if not position:
+                return found
