@@ -25,6 +25,10 @@ FAKE_AWS_ENV = {
     "POWERTOOLS_METRICS_NAMESPACE": "Kaibo",
     "POWERTOOLS_TRACE_DISABLED": "true",
 }
+# Powertools reads the metrics' service dimension (the stack's name on AWS) when
+# kaibo_core.runtime.observability is imported, which test modules do at collection, before any
+# fixture sets a function's environment.
+os.environ["POWERTOOLS_SERVICE_NAME"] = FAKE_AWS_ENV["POWERTOOLS_SERVICE_NAME"]
 
 
 def emulator_client(service: str, endpoint_url: str, config: Config | None = None) -> Any:

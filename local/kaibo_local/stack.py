@@ -92,7 +92,7 @@ FAKE_AWS = {
     "POWERTOOLS_TRACE_DISABLED": "true",
     "POWERTOOLS_METRICS_DISABLED": "true",  # EMF lines would flood stdout; CloudWatch reads them on AWS
     "POWERTOOLS_METRICS_NAMESPACE": "Kaibo",
-    "POWERTOOLS_SERVICE_NAME": "kaibo",
+    "POWERTOOLS_SERVICE_NAME": "kaibo",  # the template's AWS::StackName locally (template.py)
 }
 #: Environment variables that override a schedule's rate locally, per function logical id.
 SCHEDULE_OVERRIDES = {"PurgeFunction": "KAIBO_PURGE_INTERVAL_SECONDS"}

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ import pytest
 
 from kaibo_core.adapters.dynamodb_events import STREAM_HEADS_INDEX
 from kaibo_core.core import api_keys
+from kaibo_core.runtime.observability import METRICS_NAMESPACE
 from kaibo_local.template import (
     REPO_ROOT,
     TemplateError,
@@ -29,6 +31,7 @@ from kaibo_local.template import (
     function_property,
     function_specs,
     parse_template,
+    resolve_environment,
     resources_of_type,
     table_specs,
 )
@@ -682,11 +685,57 @@ def alarm_metrics(props: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [m["MetricStat"]["Metric"] for m in props.get("Metrics", []) if "MetricStat" in m]
 
 
+#: Runs in a fresh interpreter with a function's Powertools environment: what its metrics carry.
+PUBLISHED_SERIES_PROBE = """
+import json
+from kaibo_core.runtime.observability import metrics
+print(json.dumps({"namespace": metrics.namespace, "service": metrics.service}))
+"""
+
+
+def published_series(template: Mapping[str, Any], function: str, stack_name: str) -> dict[str, str]:
+    """The namespace and ``service`` dimension ``function``'s custom metrics carry in a stack named
+    ``stack_name``: observability imported with the environment the template gives the function."""
+    (spec,) = [spec for spec in function_specs(template) if spec.logical_id == function]
+    powertools = {name: value for name, value in spec.environment.items() if name.startswith("POWERTOOLS_")}
+    environment = resolve_environment(powertools, {}, {"AWS::StackName": stack_name}, template)
+    layer_dir = REPO_ROOT / template["Resources"]["KaiboCoreLayer"]["Properties"]["ContentUri"]
+    result = subprocess.run(
+        [sys.executable, "-c", PUBLISHED_SERIES_PROBE],
+        env={"PYTHONPATH": str(layer_dir), "AWS_DEFAULT_REGION": "us-east-1", **environment},
+        capture_output=True,
+        text=True,
+        timeout=TOOL_TIMEOUT_SECONDS,
+        check=True,
+    )
+    series: dict[str, str] = json.loads(result.stdout)
+    return series
+
+
+def test_given_two_stacks_in_one_account_then_each_fallbacks_alarm_reads_only_its_own_series(
+    template: dict[str, Any],
+) -> None:
+    # Given the series the structure function publishes in two stacks of one account and region
+    staging = published_series(template, "StructureFunction", "kaibo-staging")
+    production = published_series(template, "StructureFunction", "kaibo-production")
+    assert staging != production
+
+    # Then each stack's alarm reads the series its own structure function publishes
+    props = template["Resources"]["StructurerFallbacksAlarm"]["Properties"]
+    for stack_name, series in (("kaibo-staging", staging), ("kaibo-production", production)):
+        for metric in alarm_metrics(props):
+            read = resolve_environment(
+                {"namespace": metric["Namespace"], **{d["Name"]: d["Value"] for d in metric["Dimensions"]}},
+                {},
+                {"AWS::StackName": stack_name},
+                template,
+            )
+            assert read == series, metric["MetricName"]
+
+
 def test_given_the_bedrock_structurer_then_its_fallbacks_alarm_exists_only_with_it(
     template: dict[str, Any],
 ) -> None:
-    from kaibo_core.runtime.observability import metrics
-
     assert template["Conditions"]["BedrockStructurer"] == {"Fn::Equals": [{"Ref": "Structurer"}, "bedrock"]}
     alarms = dict(resources_of_type(template, "AWS::CloudWatch::Alarm"))
     conditional = {name: alarm["Condition"] for name, alarm in alarms.items() if "Condition" in alarm}
@@ -702,8 +751,8 @@ def test_given_the_bedrock_structurer_then_its_fallbacks_alarm_exists_only_with_
     }
     structure_source = (REPO_ROOT / "functions" / "structure" / "app.py").read_text(encoding="utf-8")
     for metric in read.values():
-        assert metric["Namespace"] == metrics.namespace
-        assert metric["Dimensions"] == [{"Name": "service", "Value": metrics.service}]
+        assert metric["Namespace"] == METRICS_NAMESPACE
+        assert metric["Dimensions"] == [{"Name": "service", "Value": {"Ref": "AWS::StackName"}}]
         assert f'metrics.add_metric("{metric["MetricName"]}"' in structure_source
 
 
@@ -852,8 +901,9 @@ def test_given_every_function_then_it_finds_its_tables_and_powertools_settings(
         assert env["KAIBO_MEMORIES_TABLE"] == {"Ref": "MemoriesTable"}, spec.logical_id
         assert env["KAIBO_INDEX_TABLE"] == {"Ref": "TermIndexTable"}, spec.logical_id
         assert env["KAIBO_JOBS_TABLE"] == {"Ref": "JobsTable"}, spec.logical_id
-        assert env["POWERTOOLS_SERVICE_NAME"] == "kaibo"
-        assert env["POWERTOOLS_METRICS_NAMESPACE"] == "Kaibo"
+        # Each stack's own metric series (runtime/observability.py)
+        assert env["POWERTOOLS_SERVICE_NAME"] == {"Ref": "AWS::StackName"}, spec.logical_id
+        assert env["POWERTOOLS_METRICS_NAMESPACE"] == METRICS_NAMESPACE, spec.logical_id
         assert env["POWERTOOLS_LOG_LEVEL"] == env["LOG_LEVEL"] == {"Ref": "LogLevel"}
         assert "POWERTOOLS_DEV" not in env, "POWERTOOLS_DEV prints whole events"
         # pydantic would scan every installed package for plugins at the first validator it builds

@@ -4,6 +4,7 @@ that fails is seen as StructurerFallbacks, which StructurerFallbacksAlarm watche
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import boto3
@@ -13,6 +14,7 @@ from botocore.stub import Stubber
 from kaibo_core.adapters.bedrock_structurer import BedrockStructurer
 from kaibo_core.core.structuring.rules import RuleStructurer
 from kaibo_core.runtime import wiring
+from kaibo_core.runtime.observability import METRICS_NAMESPACE
 from kaibo_local.workers import sqs_event
 from tests.integration.api import FakeLambdaContext, handler_module
 from tests.integration.iam_calls import checked_invocation
@@ -30,7 +32,10 @@ def published_metrics(stdout: str) -> dict[str, list[float]]:
             continue
         document = json.loads(line)
         for directive in document["_aws"]["CloudWatchMetrics"]:
-            assert directive["Namespace"] == "Kaibo"
+            # This stack's series: the service dimension is its name (POWERTOOLS_SERVICE_NAME)
+            assert directive["Namespace"] == METRICS_NAMESPACE
+            assert directive["Dimensions"] == [["service"]]
+            assert document["service"] == os.environ["POWERTOOLS_SERVICE_NAME"]
             for metric in directive["Metrics"]:
                 value = document[metric["Name"]]
                 values.setdefault(metric["Name"], []).extend(value if isinstance(value, list) else [value])

@@ -15,8 +15,15 @@ from pathlib import Path
 
 from aws_lambda_powertools import Logger, Metrics
 
+#: Every custom metric's namespace. Its ``service`` dimension is the stack's name, which
+#: template.yaml gives the functions as POWERTOOLS_SERVICE_NAME (Powertools reads it when this
+#: module is imported): stacks sharing an account and region publish separate series, told apart by
+#: one dimension, so one dashboard serves every stack and alarms read only their own stack's series.
+METRICS_NAMESPACE = "Kaibo"
+
+#: The log lines' service names the program; each stack's lines are in its own log groups already.
 logger = Logger(service="kaibo")
-metrics = Metrics(namespace="Kaibo", service="kaibo")
+metrics = Metrics(namespace=METRICS_NAMESPACE)
 
 
 def failure_fields(exc: BaseException) -> dict[str, str]:
