@@ -573,6 +573,47 @@ def test_given_a_set_above_the_limit_when_forgetting_then_exit_2_with_a_hint(stu
     assert [body.get("maxMemories") for body in stub.forget_requests()] == [None, 200, 200]
 
 
+def test_given_an_idempotency_key_when_forgetting_then_the_real_call_carries_it_not_the_dry_run(
+    stub: Stub,
+) -> None:
+    result = forget(stub, "--yes", "--idempotency-key", "erase-ticket-8812")
+    assert result.returncode == 0, result.stderr
+    dry, real = stub.forget_requests()
+    assert dry == {"query": "locker code", "reason": "user asked", "dryRun": True}  # a key is refused there
+    assert real == {
+        "query": "locker code",
+        "reason": "user asked",
+        "previewToken": stub.preview_token,
+        "idempotencyKey": "erase-ticket-8812",
+    }
+
+
+def test_given_a_keyed_forget_whose_answer_is_lost_then_it_is_resent_and_answered_once(stub: Stub) -> None:
+    # Given a server that forgets, then loses its answer (502)
+    stub.forget_answers_lost = 1
+
+    # When forgetting under a key
+    result = forget(stub, "--yes", "--idempotency-key", "erase-ticket-8812")
+
+    # Then the CLI resends the same call, and the replay's receipt and salt are printed: one erasure
+    assert result.returncode == 0, result.stderr
+    _dry_run, first, resent = stub.forget_requests()
+    assert resent == first
+    assert len(stub.ledger) == 5
+    out = result.stdout
+    assert json.loads(out[out.index("receipt:\n") + 9 : out.index("reasonSalt:")]) == stub.ledger[4]
+    assert f"reasonSalt: {REASON_SALT}" in out.splitlines()
+
+
+def test_given_a_forget_without_a_key_whose_answer_is_lost_then_it_is_not_resent(stub: Stub) -> None:
+    stub.forget_answers_lost = 1
+    result = forget(stub, "--yes")
+    assert result.returncode == 2
+    assert "502" in result.stderr
+    assert len(stub.forget_requests()) == 2  # the dry run and one real call, never a second
+    assert len(stub.ledger) == 5
+
+
 @pytest.mark.parametrize(
     ("selector", "sent"),
     [

@@ -73,6 +73,10 @@ class Stub:
     forget_event_ids: list[str] = field(default_factory=list)
     preview_token: str = "7e" * 32
     change_set_after_dry_run: bool = False  # the next real call then answers 409 preview_changed
+    # Real forgets that do their work, then answer 502 (the answer lost on its way back).
+    forget_answers_lost: int = 0
+    # A keyed real forget's request (without its key) and answer, by key: what a retry replays.
+    keyed_forgets: dict[str, tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=dict)
 
     def append_entry(
         self,
@@ -268,6 +272,20 @@ class Handler(BaseHTTPRequestHandler):
             answer["nextFromSeq"] = from_seq + len(page)
         self._reply(200, answer)
 
+    def _answered_by_key(self, key: str, request: dict[str, Any]) -> bool:
+        """Answer a keyed forget as the API does when the key decides (a dry run, a key in use)."""
+        if request.get("dryRun"):
+            self._error(400, "idempotency_key_with_dry_run", "A dry run takes no idempotencyKey.")
+            return True
+        if key not in self.stub.keyed_forgets:
+            return False
+        first_request, first_answer = self.stub.keyed_forgets[key]
+        if request != first_request:
+            self._error(409, "idempotency_key_reused", "This key was used by another forget.")
+        else:
+            self._reply(200, {**first_answer, "replayed": True})
+        return True
+
     def _forget(self, body: dict[str, Any]) -> None:
         stub = self.stub
         assert [k for k in ("memoryId", "query", "stream", "subject") if k in body] != [], body
@@ -284,6 +302,10 @@ class Handler(BaseHTTPRequestHandler):
                     }
                 },
             )
+            return
+        key = body.get("idempotencyKey")
+        request = {k: v for k, v in body.items() if k != "idempotencyKey"}
+        if key is not None and self._answered_by_key(key, request):
             return
         listed = [{k: v for k, v in m.items() if k != "content"} for m in stub.forget_set]
         answer: dict[str, Any] = {
@@ -323,6 +345,13 @@ class Handler(BaseHTTPRequestHandler):
                 if served is not None:
                     served.pop("content", None)
                     served["status"] = "tombstoned"
+        if key is not None:
+            answer["replayed"] = False
+            stub.keyed_forgets[key] = (request, answer)
+        if stub.forget_answers_lost:
+            stub.forget_answers_lost -= 1
+            self._reply(502, raw=b"Bad Gateway")
+            return
         self._reply(200, answer)
 
     def _remember(self, body: dict[str, Any]) -> None:

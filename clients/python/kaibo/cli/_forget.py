@@ -111,6 +111,16 @@ def forget(
             help="allow a set of up to N memories (default: 100, at most 1000)",
         ),
     ] = None,
+    idempotency_key: Annotated[
+        str | None,
+        typer.Option(
+            "--idempotency-key",
+            metavar="KEY",
+            help="a name of yours for this erasure, sent with the real forget (not the dry run): "
+            "it is then resent after a 5xx or a lost connection, and the server answers the first "
+            "answer instead of forgetting twice; never purged: keep personal data out of it",
+        ),
+    ] = None,
     json_output: Annotated[
         bool,
         typer.Option(
@@ -153,7 +163,14 @@ def forget(
     if not isinstance(token, str):
         raise KaiboAPIError(200, "invalid_response", "POST /v1/forget: the dry run answered no previewToken")
     try:
-        answer = kaibo.forget(**selector, reason=reason, preview_token=token, max_memories=max_memories)
+        # The key goes with the real call only: the API refuses one on a dry run.
+        answer = kaibo.forget(
+            **selector,
+            reason=reason,
+            preview_token=token,
+            max_memories=max_memories,
+            idempotency_key=idempotency_key,
+        )
     except KaiboAPIError as exc:
         if exc.code != "preview_changed":
             raise
