@@ -62,7 +62,8 @@ from bench.local_stack import start_stack
 #: The checks every answer must pass. Left out, on purpose:
 #: - ``positive_data_acceptance`` (a schema-valid request must not get a 4xx): the API has rules a
 #:   JSON Schema does not carry, each answered with a documented 4xx: an IANA time zone, numbers
-#:   with an RFC 8785 form, exactly one of memoryId/query/stream, a stream name in a path, cursors
+#:   with an RFC 8785 form, exactly one of forget's selectors (memoryId/query/stream/subject) and its
+#:   idempotencyKey on a real forget only (``forget_bodies``), a stream name in a path, cursors
 #:   this API issued, ids that exist (404), integers written as integers (``777.0`` is refused,
 #:   docs/api.md "request field types exactly as documented"). Status codes are checked instead;
 #: - ``response_headers_conformance``: no response header is documented, so it checks nothing;
@@ -88,6 +89,10 @@ EXCERPT_CHARACTERS: Final = 600
 #: are all unknown (404), which leaves the documented 2xx answers of those routes unchecked.
 KNOWN_EXAMPLES: Final = 10
 SEED_STREAM: Final = "fuzz-seed"
+SEED_TEXTS: Final = ("The launch review moved to Thursday at 10:00.", "Maria prefers tea over coffee.")
+#: Few, so that generated forgets send a key again: the same request replays its first answer,
+#: another one is refused (409 idempotency_key_reused).
+FORGET_KEYS: Final = ("fuzz-forget-1", "fuzz-forget-2")
 #: Operations never sent, and why. A generated webhook URL can name a public host, and the stack
 #: delivers events to what is subscribed: fuzzing must send traffic to this machine only. (Today's
 #: /openapi.json does not list the webhook routes; this keeps it so once it does.)
@@ -156,10 +161,9 @@ def seed(endpoint: str, api_key: str, admin_key: str | None) -> dict[str, list[s
         document: dict[str, Any] = answer.json()
         return document
 
-    texts = ["The launch review moved to Thursday at 10:00.", "Maria prefers tea over coffee."]
     events = [
         {"idempotencyKey": f"fuzz-seed-{n}", "kind": "message", "payload": {"role": "user", "text": text}}
-        for n, text in enumerate(texts)
+        for n, text in enumerate(SEED_TEXTS)
     ]
     remembered = post("/v1/remember", {"stream": SEED_STREAM, "events": events, "wait": True}, api_key)
     memories = [memory["id"] for memory in remembered["memories"]]
@@ -182,13 +186,34 @@ def seed(endpoint: str, api_key: str, admin_key: str | None) -> dict[str, list[s
     return known
 
 
+def forget_bodies(known: dict[str, list[str]]) -> st.SearchStrategy[dict[str, Any]]:
+    """Forgets the schema cannot describe: exactly one selector, naming seeded things (a memory, the
+    stream, words of the seeded texts as a query or a subject), a dry run or a real forget, with one
+    of ``FORGET_KEYS`` or none (a key on a dry run is refused: 400 idempotency_key_with_dry_run)."""
+    words = st.sampled_from([word.strip(".") for text in SEED_TEXTS for word in text.split()])
+    selectors = st.one_of(
+        st.fixed_dictionaries({"memoryId": st.sampled_from(known["memory_id"])}),
+        st.fixed_dictionaries({"stream": st.sampled_from(known["stream"])}),
+        st.fixed_dictionaries({"query": words}),
+        st.fixed_dictionaries({"subject": words}),
+    )
+    options = st.fixed_dictionaries(
+        {"reason": st.just("fuzz")},
+        optional={"dryRun": st.booleans(), "idempotencyKey": st.sampled_from(FORGET_KEYS)},
+    )
+    return st.tuples(selectors, options).map(lambda parts: {**parts[0], **parts[1]})
+
+
 def known_cases(operation: Any, known: dict[str, list[str]]) -> st.SearchStrategy[Case[Any]] | None:
-    """Positive cases of ``operation`` whose path parameters (explain: whose memoryId) exist."""
+    """Positive cases of ``operation`` whose path parameters (explain: whose memoryId) exist, and
+    forgets with exactly one selector (``forget_bodies``)."""
     names = [parameter.name for parameter in operation.path_parameters]
     if operation.label == "POST /v1/explain":
         return st.sampled_from(known.get("memory_id", [])).flatmap(
             lambda memory: operation.as_strategy(body={"memoryId": memory})
         )
+    if operation.label == "POST /v1/forget" and known.get("memory_id") and known.get("stream"):
+        return forget_bodies(known).flatmap(lambda body: operation.as_strategy(body=body))
     if not names or not all(known.get(name) for name in names):
         return None
     choices = st.fixed_dictionaries({name: st.sampled_from(known[name]) for name in names})
@@ -303,6 +328,10 @@ def fuzz_cases(
         # A route with no parameter, body or key (the docs) has nothing to make invalid.
 
 
+def deletes(label: str) -> bool:
+    return label.startswith("DELETE ") or label == "POST /v1/forget"
+
+
 def fuzz(
     schema: BaseSchema,
     endpoint: str,
@@ -315,8 +344,8 @@ def fuzz(
     session = requests.Session()
     runs = []
     # Deletions last: a DELETE given a known id removes it, and the routes after it would only
-    # ever see 404 for that id.
-    ordered = sorted(operations(schema), key=lambda operation: operation.label.startswith("DELETE "))
+    # ever see 404 for that id; a forget of the seeded stream forgets every seeded memory.
+    ordered = sorted(operations(schema), key=lambda operation: deletes(operation.label))
     for operation in ordered:
         if only and operation.label not in only:
             continue
