@@ -28,7 +28,7 @@ from kaibo_core.ports import JobStore
 from kaibo_core.runtime import wiring
 from kaibo_core.runtime.observability import failure_fields, logger, metrics
 from kaibo_core.runtime.settings import get_settings
-from kaibo_core.services.structuring import JobFailure, StructuringService
+from kaibo_core.services.structuring import JobFailure, StructuringService, StructuringStats
 
 # A batch whose every record failed is reported like any partial failure (each message retried
 # on its own and, after maxReceiveCount, sent to the DLQ) instead of raising.
@@ -58,9 +58,10 @@ def structure_record(
         raise
     failures: list[JobFailure] = []
     last_receive = is_last_receive(record, max_receive_count)
+    stats = StructuringStats()
     try:
-        stats = service.structure_job(
-            project, job_id, jobs, on_failure=failures.append, last_receive=last_receive
+        service.structure_job(
+            project, job_id, jobs, on_failure=failures.append, last_receive=last_receive, stats=stats
         )
     except Exception as exc:
         # The batch processor reports the record as failed (retried, then the DLQ) and logs
@@ -75,13 +76,20 @@ def structure_record(
         found = failures[0].log_fields() if failures else {}  # none: starting or finishing the job failed
         logger.error("structuring failed", extra={**ids, **found, **failure_fields(exc)})
         raise
+    finally:
+        # What this receive did, whether the job finished or not: a model's failures on the events
+        # of a job that fails later are failures all the same, and its committed memories count.
+        publish_metrics(stats)
+    # Numbers and ids only: event text never reaches the logs.
+    logger.info("structured", extra={"projectId": project, "jobId": job_id, **stats.counts()})
+
+
+def publish_metrics(stats: StructuringStats) -> None:
     metrics.add_metric("EventsStructured", MetricUnit.Count, stats.events)
     metrics.add_metric("MemoriesStructured", MetricUnit.Count, stats.memories)
     metrics.add_metric("MemoriesSuperseded", MetricUnit.Count, stats.superseded + stats.canceled)
     # Events the Bedrock model failed on and the rules structured instead (StructurerFallbacksAlarm).
     metrics.add_metric("StructurerFallbacks", MetricUnit.Count, stats.fallbacks)
-    # Numbers and ids only: event text never reaches the logs.
-    logger.info("structured", extra={"projectId": project, "jobId": job_id, **stats.counts()})
 
 
 @cold_start.resume_collector_after_first_invocation

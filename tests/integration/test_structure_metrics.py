@@ -16,6 +16,7 @@ from kaibo_core.core.structuring.rules import RuleStructurer
 from kaibo_core.runtime import wiring
 from kaibo_core.runtime.observability import METRICS_NAMESPACE
 from kaibo_local.workers import sqs_event
+from tests.fixtures.faults import Fault, injected, mentions
 from tests.integration.api import FakeLambdaContext, handler_module
 from tests.integration.iam_calls import checked_invocation
 from tests.integration.test_remember_api import message, new_project, remember
@@ -80,6 +81,38 @@ def test_given_a_model_that_refuses_every_call_then_each_event_is_published_as_a
     published = published_metrics(capsys.readouterr().out)
     assert published["StructurerFallbacks"] == [3]
     assert published["EventsStructured"] == [3]
+
+
+def test_given_a_job_that_fails_after_its_model_failed_then_its_fallbacks_are_published_all_the_same(
+    handler_env: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a job of three events, a model refused on each, and the third event's commit refused
+    project = new_project()
+    events = [message(f"k{i}", text) for i, text in enumerate(("Ship it", "Ann owns it", "Bob reviews"))]
+    reply = remember(project, {"stream": "s", "events": events})
+    assert reply.status == 202, reply.body
+    client = boto3.client(
+        "bedrock-runtime", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    third_commit = Fault("TransactWriteItems", "throughput", nth=3, when=mentions(project, '":replaced"'))
+    capsys.readouterr()
+
+    # When the structure function structures it
+    with Stubber(client) as stubber, injected(wiring.dynamodb(), handler_env.dynamodb, third_commit):
+        for _ in events:
+            stubber.add_client_error(
+                "converse", service_error_code="AccessDeniedException", http_status_code=403
+            )
+        result = structure_with_model(handler_env, {reply.body["jobId"]}, client)
+        stubber.assert_no_pending_responses()
+
+    # Then the job's message fails (retried), and the three events the model failed on are published
+    assert third_commit.fired == ["TransactWriteItems"]
+    assert len(result["batchItemFailures"]) == 1
+    published = published_metrics(capsys.readouterr().out)
+    assert published["StructurerFallbacks"] == [3]
+    assert published["EventsStructured"] == [3]
+    assert published["MemoriesStructured"] == [2]  # the first two events' memories were committed
 
 
 def test_given_a_model_that_answers_then_no_fallback_is_published(

@@ -233,13 +233,15 @@ class StructuringService:
         on_failure: Callable[[JobFailure], None] | None = None,
         *,
         last_receive: bool = False,
+        stats: StructuringStats | None = None,
     ) -> StructuringStats:
         """Structure every event of a job and mark it done. Raises on a failure (the message is
         retried). ``last_receive``: the message is on its last receive, so a failure sends it to the
         dead-letter queue; the job is then marked failed first. A failed job is started again by
         the next message naming it. ``on_failure`` hears which job and event failed before the
-        exception leaves (the caller logs it)."""
-        stats = StructuringStats()
+        exception leaves (the caller logs it). The work is counted into ``stats`` when given, so
+        that a caller also sees what a job that raised did before it failed (its model fallbacks)."""
+        stats = StructuringStats() if stats is None else stats
         job = jobs.start(project, job_id, self._now())
         if job is None:
             return stats  # done already (a duplicate message) or unknown
