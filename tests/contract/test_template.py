@@ -165,6 +165,7 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
         ("dynamodb:Query", "LedgerTable/index/PurgeDue"),
         ("dynamodb:Query", "LedgerTable/index/Unapplied"),
         ("dynamodb:UpdateItem", "LedgerTable"),
+        ("dynamodb:DeleteItem", "LedgerTable"),  # a purged forget's idempotency key record
         ("dynamodb:GetItem", "MemoriesTable"),
         ("dynamodb:BatchGetItem", "MemoriesTable"),
         ("dynamodb:PutItem", "MemoriesTable"),

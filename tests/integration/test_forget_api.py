@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -17,7 +19,9 @@ from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
 from kaibo_core.adapters.dynamodb_ledger import DynamoLedgerStore
 from kaibo_core.adapters.dynamodb_values import key
 from kaibo_core.core import storage_keys
-from kaibo_core.core.chain import ChainVerifier
+from kaibo_core.core.chain import ChainVerifier, canonicalize
+from kaibo_core.core.forgetting import ForgetRequest as CoreForgetRequest
+from kaibo_core.core.forgetting import normalized_request
 from kaibo_core.core.ledger import LedgerVerifier
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.text import analyze
@@ -987,6 +991,82 @@ def test_given_concurrent_forgets_under_one_key_then_one_entry_and_both_answer_i
     assert {reply.body["receipt"]["id"] for reply in replies} == {entry["id"]}
     assert {reply.body["reasonSalt"] for reply in replies} == {replies[0].body["reasonSalt"]}
     assert sorted(reply.body["replayed"] for reply in replies) == [False, True, True, True]
+
+
+def stored_strings(value: Any) -> Iterator[str]:
+    """Every string an item holds, however deep (DynamoDB JSON: ``S``, ``SS``, ``L``, ``M``)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for inner in value.values():
+            yield from stored_strings(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from stored_strings(inner)
+
+
+def confirmed_guesses(stack: Any, guesses: dict[str, bytes]) -> list[str]:
+    """The guesses that someone who reads every table can confirm: a stored salt (32 hex
+    characters) that, hashed with the guess, gives a digest stored too."""
+    strings = {text for items in every_item(stack).values() for text in stored_strings(items)}
+    salts = [text for text in strings if re.fullmatch("[0-9a-f]{32}", text)]
+    return sorted(
+        name
+        for name, guess in guesses.items()
+        for salt in salts
+        if hashlib.sha256(bytes.fromhex(salt) + guess).hexdigest() in strings
+    )
+
+
+def test_given_a_keyed_forget_purged_then_nothing_stored_confirms_a_guess_of_its_reason_or_subject(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    remember_structured(handler_env, project, "chat", "Alice is the release manager.")
+    reason = "Alice left the company and asked to be forgotten"
+    body = {"subject": "Alice", "reason": reason, "idempotencyKey": "erase-alice"}
+    guesses = {
+        "reason": reason.encode(),
+        "subject and reason": canonicalize(normalized_request(CoreForgetRequest(reason, subject="Alice"))),
+    }
+    forgotten = forget_now(project, body)
+    assert forgotten.status == 200, forgotten.body
+    assert forgotten.body["receipt"]["memoryIds"]
+    assert confirmed_guesses(handler_env, guesses)  # while the key is held, the check sees it: it can fail
+
+    run_purge()
+
+    assert confirmed_guesses(handler_env, guesses) == []
+    assert receipt(project, forgotten.body["receipt"]["id"]).body["state"] == "purged"
+    again = forget_now(project, body)  # the key went with what it held: a new forget, of nothing left
+    assert again.status == 200, again.body
+    assert (again.body["replayed"], again.body["memories"]) == (False, [])
+    assert [entry["id"] for entry in ledger(project).body["entries"]] == [forgotten.body["receipt"]["id"]]
+
+
+def test_given_a_forget_key_used_afresh_after_a_day_then_the_purge_of_its_first_forget_keeps_the_new_record(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    remember_structured(
+        handler_env, project, "chat", "The locker code is 4471.", "Lunch with Dana on Friday."
+    )
+    now = datetime.now(UTC)
+    later_body = {"query": "lunch Dana", "reason": "r", "idempotencyKey": "k"}
+    first = forget_at(
+        project, {"query": "locker code", "reason": "r", "idempotencyKey": "k"}, now - timedelta(days=2)
+    )
+    later = forget_at(project, later_body, now - timedelta(hours=23))
+    assert first.status == later.status == 200, (first.body, later.body)
+    assert later.body["replayed"] is False
+
+    run_purge()  # the first forget is past its grace window (a day), the later one is not
+
+    assert receipt(project, first.body["receipt"]["id"]).body["state"] == "purged"
+    retry = forget_at(project, later_body, now - timedelta(hours=22))
+    assert retry.status == 200, retry.body
+    assert retry.body["replayed"] is True
+    assert retry.body["receipt"] == later.body["receipt"]
 
 
 # -- the subject selector ----------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from kaibo_core.adapters.dynamodb_ledger import MAX_APPEND_ATTEMPTS, DynamoLedge
 from kaibo_core.adapters.memory_ledger import InMemoryLedgerStore
 from kaibo_core.core import chain, ids, ledger, storage_keys
 from kaibo_core.core.errors import TooManyRequestsError
+from kaibo_core.core.forgetting import FORGET_KEY_TTL, KeyedForget
 from kaibo_core.core.ledger import LedgerEntry, LedgerProblem, LedgerVerifier
 from kaibo_core.core.limits import TRANSACTION_RACE_ATTEMPTS, TRANSACTION_RACE_BACKOFF_CAP_SECONDS
 from kaibo_core.core.storage_keys import ProjectId
@@ -540,6 +541,34 @@ def test_given_a_receipt_id_appended_twice_then_the_same_entry_or_receipt_id_tak
     assert store.head(ProjectId(PROJECT))[0] == 1
     with pytest.raises(ledger.ReceiptIdTakenError):
         append(store, PROJECT, 2, receipt_id="rcpt_fixed")
+
+
+def kept_forget(key: str, attempt_id: str, written_at: int) -> KeyedForget:
+    return KeyedForget(key, "d" * 64, "5" * 32, attempt_id, attempt_id, (), (), written_at)
+
+
+def test_given_the_memory_store_then_a_purged_entry_releases_its_own_forget_key_record_only() -> None:
+    store = InMemoryLedgerStore()
+    project = ProjectId(PROJECT)
+    day = int(FORGET_KEY_TTL.total_seconds())
+    first = store.append(
+        project,
+        memory_ids=["mem_1"],
+        event_ids=["evt_1"],
+        reason_digest="0" * 64,
+        tombstoned_at="2026-06-03T10:00:00.000Z",
+        purge_after="2026-06-04T10:00:00.000Z",
+        receipt_id="rcpt_first",
+        keyed=kept_forget("k", "rcpt_first", 0),
+    )
+    assert first.forget_key == "k"
+    store.release_forget_key(first)
+    assert store.forget_key(project, "k", 1) is None
+
+    later = kept_forget("k", "rcpt_later", day)  # the key used afresh, by another forget
+    assert store.claim_forget_key(project, later) == later
+    store.release_forget_key(first)  # the first entry's purge, run again: not its record any more
+    assert store.forget_key(project, "k", day + 1) == later
 
 
 def test_given_concurrent_appends_to_the_memory_store_then_seqs_have_no_gap() -> None:

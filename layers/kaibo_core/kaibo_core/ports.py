@@ -128,11 +128,14 @@ class DeletionLedger(Protocol):
 
 class PurgeWorkList(Protocol):
     """The ledger entries whose purge is owed (across projects), and their completion; and
-    those whose forget never said its tombstones were all in place."""
+    those whose forget never said its tombstones were all in place. ``release_forget_key``
+    deletes the record of the idempotency key an entry's forget was sent under, if still its."""
 
     def due(self, before: str, limit: int) -> list[LedgerEntry]: ...
 
     def mark_purged(self, entry: LedgerEntry, purged_at: str) -> None: ...
+
+    def release_forget_key(self, entry: LedgerEntry) -> None: ...
 
     def mark_unlocated(self, entry: LedgerEntry, event_ids: Sequence[str], at: str) -> None: ...
 

@@ -23,6 +23,9 @@ Layout (keys built only by kaibo_core.core.storage_keys):
   ``writtenAt`` and ``expiresAt`` (N, epoch seconds: the table's TTL attribute). Written in the
   append's transaction (``attribute_not_exists(pk) OR expiresAt <= :now``), so a key records at
   most one entry; an expired record is read as absent (TTL deletes it within days, not at once).
+- A keyed forget's entry also carries ``forgetKey`` (not hashed, not served): the purge deletes
+  that key's record (``release_forget_key``) before it marks the entry purged, so that no salt
+  outlives the text it could confirm.
 - The purge's work list: an entry not purged yet carries ``duePk = due`` and ``dueSk =
   <purgeAfter>#<project>#<seq>`` (the sparse ``PurgeDue`` index, oldest first); ``mark_purged``
   removes them and sets ``purgedAt`` (not hashed: the entry's header never changes). An entry
@@ -111,6 +114,7 @@ def entry_item(entry: LedgerEntry) -> Item:
         "duePk": s(PURGE_DUE_PARTITION),
         "dueSk": s(storage_keys.work_list_sort_key(entry.purge_after, project, entry.seq)),
         **_locations_attribute(entry.event_locations),
+        **({"forgetKey": s(entry.forget_key)} if entry.forget_key is not None else {}),
     }
 
 
@@ -195,6 +199,7 @@ def entry_from_item(item: dict[str, Any]) -> LedgerEntry:
         hash=item["hash"]["S"],
         v=int(item["v"]["N"]),
         event_locations=_locations(item),
+        forget_key=item["forgetKey"]["S"] if "forgetKey" in item else None,
     )
 
 
@@ -254,6 +259,7 @@ class DynamoLedgerStore:
                 purge_after=purge_after,
                 prev_hash=prev_hash,
                 event_locations=event_locations,
+                forget_key=keyed.key if keyed is not None else None,
             )
             emit = (
                 self._outbox.prepare(project, [self._forgotten(entry)], tombstoned_at)
@@ -509,6 +515,23 @@ class DynamoLedgerStore:
             ConditionExpression="attribute_exists(pk)",
             ExpressionAttributeValues={":at": s(purged_at)},
         )
+
+    def release_forget_key(self, entry: LedgerEntry) -> None:
+        """Delete the record of the idempotency key ``entry``'s forget was sent under, if it is
+        still that forget's (the key may have expired and been claimed again): it holds the
+        reason's salt beside digests of the request, which must not outlive the purge. Idempotent."""
+        if entry.forget_key is None:
+            return
+        try:
+            self._client.delete_item(
+                TableName=self._table,
+                Key=key(storage_keys.forget_key_key(ProjectId(entry.project_id), entry.forget_key)),
+                ConditionExpression="attemptId = :receipt",
+                ExpressionAttributeValues={":receipt": s(entry.id)},
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
 
     def mark_unlocated(self, entry: LedgerEntry, event_ids: Sequence[str], at: str) -> None:
         """The purge finished ``entry`` except the payloads of ``event_ids``, whose place is unknown:

@@ -71,6 +71,7 @@ class InMemoryLedgerStore:
                 purge_after=purge_after,
                 prev_hash=entries[-1].hash if entries else chain.GENESIS_PREV_HASH,
                 event_locations=event_locations,
+                forget_key=keyed.key if keyed is not None else None,
             )
             entries.append(entry)
             self._receipts[(project, receipt)] = entry.seq
@@ -134,6 +135,15 @@ class InMemoryLedgerStore:
     def mark_purged(self, entry: LedgerEntry, purged_at: str) -> None:
         with self._lock:
             self.purged.setdefault((entry.project_id, entry.seq), purged_at)
+
+    def release_forget_key(self, entry: LedgerEntry) -> None:
+        if entry.forget_key is None:
+            return
+        place = (entry.project_id, entry.forget_key)
+        with self._lock:
+            held = self.keys.get(place)
+            if held is not None and held.attempt_id == entry.id:  # not a later claim of the key
+                del self.keys[place]
 
     def mark_unlocated(self, entry: LedgerEntry, event_ids: Sequence[str], at: str) -> None:
         with self._lock:

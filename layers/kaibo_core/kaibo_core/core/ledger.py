@@ -171,6 +171,9 @@ class LedgerEntry:
     #: purge erases every named event's payload by it, also one no memory cites (an event whose
     #: forget died before writing its placeholder). Empty in entries written before it was kept.
     event_locations: tuple[EventLocation, ...] = field(default=(), compare=False)
+    #: The idempotency key the forget was sent under (None: none), kept with the entry but neither
+    #: hashed nor served: the purge deletes the key's record, which holds the reason's salt.
+    forget_key: str | None = field(default=None, compare=False)
 
     def header(self) -> dict[str, Any]:
         """The hashed header, rebuilt from the stored fields (``v`` as stored, not as current)."""
@@ -214,6 +217,7 @@ def make_entry(
     purge_after: str,
     prev_hash: str,
     event_locations: Iterable[EventLocation] = (),
+    forget_key: str | None = None,
 ) -> LedgerEntry:
     """Build entry ``seq`` chained onto ``prev_hash``, computing its hash.
 
@@ -247,6 +251,7 @@ def make_entry(
         prev_hash=prev_hash,
         hash=ledger_hash(prev_hash, header),
         event_locations=tuple(sorted(event_locations)),
+        forget_key=forget_key,
     )
 
 

@@ -18,7 +18,10 @@ For an entry, in this order, each step idempotent:
    index marker);
 3. each event it names loses its payload and salt, cited by a memory or not (found by the
    locations the entry keeps); header, digest and hash stay: the chain still verifies;
-4. the entry is marked purged (off the work list; receipts then read ``purged``), only if every
+4. the record of the idempotency key its forget was sent under, if any, is deleted: it holds the
+   reason's salt beside a digest of the request, which would confirm a guessed reason, query or
+   subject (the key is free again from then on);
+5. the entry is marked purged (off the work list; receipts then read ``purged``), only if every
    event it names was found in step 3.
 
 An entry written before entries kept their events' locations may name an event that no memory
@@ -158,6 +161,7 @@ class Purger:
         named, made = _named_and_made(entry)
         self._store.erase_unfinished(ProjectId(entry.project_id), [*named, *made])
         payloads, unlocated = self._erase_payloads(entry, targets)
+        self._ledger.release_forget_key(entry)
         if unlocated:
             self._ledger.mark_unlocated(entry, unlocated, now)
         else:
