@@ -23,6 +23,7 @@ from kaibo_core.api.models import (
 )
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.runtime import wiring
+from kaibo_core.runtime.deadlines import within_remaining_time
 from kaibo_core.runtime.http import create_resolver, injected, principal, resolve, responses
 from kaibo_core.runtime.observability import logger
 from kaibo_core.services.admin import AdminService
@@ -77,6 +78,7 @@ def revoke_key(key_id: KeyIdParam) -> Response[str]:
 
 @cold_start.resume_collector_after_first_invocation
 @logger.inject_lambda_context(log_event=False)
+@within_remaining_time
 def lambda_handler(
     event: dict[str, Any], context: LambdaContext, service: AdminService | None = None
 ) -> dict[str, Any]:

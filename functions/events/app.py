@@ -17,6 +17,7 @@ from kaibo_core.api import mapping
 from kaibo_core.api.models import EventsPage, EventsPageLimit, QuerySeq, StreamsPage, StreamsPageLimit
 from kaibo_core.core.limits import DEFAULT_EVENTS_PAGE, DEFAULT_STREAMS_PAGE
 from kaibo_core.runtime import wiring
+from kaibo_core.runtime.deadlines import within_remaining_time
 from kaibo_core.runtime.http import create_resolver, injected, principal, resolve, responses
 from kaibo_core.runtime.observability import logger
 from kaibo_core.services.streams import StreamsService
@@ -57,6 +58,7 @@ def list_events(
 
 @cold_start.resume_collector_after_first_invocation
 @logger.inject_lambda_context(log_event=False)
+@within_remaining_time
 def lambda_handler(
     event: dict[str, Any], context: LambdaContext, service: StreamsService | None = None
 ) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from kaibo_core.api import mapping
 from kaibo_core.api.models import ForgetRequest, ForgetResponse
 from kaibo_core.runtime import wiring
+from kaibo_core.runtime.deadlines import within_remaining_time
 from kaibo_core.runtime.http import create_resolver, injected, principal, resolve, responses
 from kaibo_core.runtime.observability import logger, metrics
 from kaibo_core.services.forgetting import ForgetService
@@ -57,6 +58,7 @@ def forget(request: Annotated[ForgetRequest, Body()]) -> ForgetResponse:
 
 @cold_start.resume_collector_after_first_invocation
 @logger.inject_lambda_context(log_event=False)
+@within_remaining_time
 @metrics.log_metrics
 def lambda_handler(
     event: dict[str, Any],

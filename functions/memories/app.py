@@ -31,6 +31,7 @@ from kaibo_core.api.models import (
     ReceiptStateOut,
 )
 from kaibo_core.runtime import wiring
+from kaibo_core.runtime.deadlines import within_remaining_time
 from kaibo_core.runtime.http import create_resolver, injected, principal, resolve, responses
 from kaibo_core.runtime.observability import logger
 from kaibo_core.services.jobs import JobsService
@@ -102,6 +103,7 @@ def get_receipt(receipt_id: str) -> ReceiptStateOut:
 
 @cold_start.resume_collector_after_first_invocation
 @logger.inject_lambda_context(log_event=False)
+@within_remaining_time
 def lambda_handler(
     event: dict[str, Any],
     context: LambdaContext,

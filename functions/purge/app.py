@@ -15,6 +15,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from kaibo_core.runtime import wiring
+from kaibo_core.runtime.deadlines import within_remaining_time
 from kaibo_core.runtime.observability import log_failure, logger, metrics
 from kaibo_core.services.purging import Purger
 
@@ -24,6 +25,7 @@ TIME_MARGIN_MS: Final = 5_000
 
 @cold_start.resume_collector_after_first_invocation
 @logger.inject_lambda_context(log_event=False)
+@within_remaining_time
 @metrics.log_metrics
 def lambda_handler(
     event: dict[str, Any],  # noqa: ARG001

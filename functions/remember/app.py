@@ -19,6 +19,7 @@ from kaibo_core.api import mapping
 from kaibo_core.api.models import RememberRequest, RememberResponse
 from kaibo_core.core.models.events import RememberOutcome
 from kaibo_core.runtime import wiring
+from kaibo_core.runtime.deadlines import within_remaining_time
 from kaibo_core.runtime.http import create_resolver, injected, principal, resolve, responses
 from kaibo_core.runtime.observability import logger, metrics
 from kaibo_core.runtime.settings import get_settings
@@ -88,6 +89,7 @@ def remember(request: Annotated[RememberRequest, Body()]) -> RememberResponse:
 
 @cold_start.resume_collector_after_first_invocation
 @logger.inject_lambda_context(log_event=False)
+@within_remaining_time
 @metrics.log_metrics
 def lambda_handler(
     event: dict[str, Any], context: LambdaContext, service: RememberService | None = None

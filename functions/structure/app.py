@@ -26,6 +26,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from kaibo_core.core.job_messages import parse_job_message
 from kaibo_core.ports import JobStore
 from kaibo_core.runtime import wiring
+from kaibo_core.runtime.deadlines import within_remaining_time
 from kaibo_core.runtime.observability import failure_fields, logger, metrics
 from kaibo_core.runtime.settings import get_settings
 from kaibo_core.services.structuring import JobFailure, StructuringService, StructuringStats
@@ -94,6 +95,7 @@ def publish_metrics(stats: StructuringStats) -> None:
 
 @cold_start.resume_collector_after_first_invocation
 @logger.inject_lambda_context(log_event=False)
+@within_remaining_time
 @metrics.log_metrics
 def lambda_handler(
     event: dict[str, Any],

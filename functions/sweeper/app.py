@@ -18,6 +18,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from kaibo_core.core.clock import utc_now
 from kaibo_core.runtime import wiring
+from kaibo_core.runtime.deadlines import within_remaining_time
 from kaibo_core.runtime.observability import log_failure, logger, metrics
 from kaibo_core.runtime.settings import get_settings
 from kaibo_core.services.sweeping import Sweeper, SweepResult
@@ -39,6 +40,7 @@ def sweep(sweeper: Sweeper, context: LambdaContext) -> SweepResult:
 
 @cold_start.resume_collector_after_first_invocation
 @logger.inject_lambda_context(log_event=False)
+@within_remaining_time
 @metrics.log_metrics
 def lambda_handler(
     event: dict[str, Any],  # noqa: ARG001

@@ -23,6 +23,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from kaibo_core.core.webhooks import Delivery, decode_message
 from kaibo_core.runtime import wiring
+from kaibo_core.runtime.deadlines import within_remaining_time
 from kaibo_core.runtime.observability import failure_fields, log_failure, logger, metrics
 from kaibo_core.services.webhook_dispatch import WebhookDispatcher
 
@@ -54,6 +55,7 @@ def dispatch_record(record: SQSRecord, dispatcher: WebhookDispatcher) -> None:
 
 @cold_start.resume_collector_after_first_invocation
 @logger.inject_lambda_context(log_event=False)
+@within_remaining_time
 @metrics.log_metrics
 def lambda_handler(
     event: dict[str, Any],

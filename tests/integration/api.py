@@ -61,11 +61,13 @@ def call(
     headers: list[tuple[str, str]] | None = None,
     services: dict[str, Any] | None = None,
     iam_checked: bool = True,
+    lambda_context: Any = None,
 ) -> Reply:
     """One request through the function's handler; ``services`` are injected into it
     (``lambda_handler(event, context, **services)``), else the function wires its own. Every AWS
     call it makes must be allowed by the function's role in template.yaml (tests/integration/iam_calls.py),
-    unless ``iam_checked`` is False: a test that runs another function's code inside this one."""
+    unless ``iam_checked`` is False: a test that runs another function's code inside this one.
+    ``lambda_context``: the invocation's context (default: a FakeLambdaContext with 10 s left)."""
     payload = raw_body if raw_body is not None else (json.dumps(body) if body is not None else None)
     event = rest_proxy_event(
         method,
@@ -80,7 +82,7 @@ def call(
     handler = handler_module(function).lambda_handler
 
     def invoke() -> dict[str, Any]:
-        answer: dict[str, Any] = handler(event, FakeLambdaContext(), **(services or {}))
+        answer: dict[str, Any] = handler(event, lambda_context or FakeLambdaContext(), **(services or {}))
         return answer
 
     result = checked_invocation(function, invoke) if iam_checked else invoke()

@@ -23,6 +23,7 @@ entry can have made): its postings' keys hold the stems of forgotten text.
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
@@ -351,5 +352,6 @@ def _in_parallel(calls: Sequence[Callable[[], Any]]) -> list[Any]:
     if len(calls) <= 1:
         return [call() for call in calls]
     pool = io_pool()  # shared by the whole invocation: never shut down here
-    futures = [pool.submit(call) for call in calls]
+    # each thread with the invocation's deadline (core/deadline.py): a copy of this context each
+    futures = [pool.submit(contextvars.copy_context().run, call) for call in calls]
     return [future.result() for future in futures]

@@ -52,6 +52,7 @@ from botocore.exceptions import ClientError
 from kaibo_core.adapters.dynamodb_transactions import transact_write
 from kaibo_core.adapters.dynamodb_values import Item, key, n, s, string_list, strings
 from kaibo_core.core import chain, storage_keys, webhooks
+from kaibo_core.core import deadline as invocation
 from kaibo_core.core.backoff import full_jitter
 from kaibo_core.core.forgetting import AnsweredMember, ForgetKeyTakenError, KeyedForget
 from kaibo_core.core.ledger import (
@@ -277,7 +278,10 @@ class DynamoLedgerStore:
                 return self._replayed(project, receipt, memory_ids, event_ids, reason_digest)
             if outcome == "key_taken" and keyed is not None:
                 raise ForgetKeyTakenError(keyed.key)
-            self._sleep(full_jitter(attempt, _BACKOFF_BASE_SECONDS, _BACKOFF_CAP_SECONDS))
+            wait = full_jitter(attempt, _BACKOFF_BASE_SECONDS, _BACKOFF_CAP_SECONDS)
+            if not invocation.time_for(wait):
+                break
+            self._sleep(wait)
         raise ledger_busy()
 
     @staticmethod

@@ -31,6 +31,7 @@ that finds it finishes the index it describes. It is deleted once the item is in
 
 from __future__ import annotations
 
+import contextvars
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -40,6 +41,7 @@ from botocore.exceptions import ClientError
 from kaibo_core.adapters.aws import io_pool
 from kaibo_core.adapters.dynamodb_transactions import transact_write
 from kaibo_core.adapters.dynamodb_values import Item, key, n, s, string_list, strings
+from kaibo_core.core import deadline as invocation
 from kaibo_core.core import storage_keys
 from kaibo_core.core.backoff import full_jitter
 from kaibo_core.core.indexing import (
@@ -326,7 +328,10 @@ class DynamoMemoryStore:
         if len(groups) == 1:
             index_group(groups[0])
         else:
-            for future in [io_pool().submit(index_group, group) for group in groups]:
+            # each thread with the invocation's deadline (a copy of this context each)
+            for future in [
+                io_pool().submit(contextvars.copy_context().run, index_group, group) for group in groups
+            ]:
                 future.result()
         return results
 
@@ -402,12 +407,15 @@ class DynamoMemoryStore:
                 if "ConditionalCheckFailed" in reasons:
                     return "already_applied"  # a chunk is atomic: one posting present means all are
                 if all(code in {"None", "TransactionConflict", None} for code in reasons):
-                    self._sleep(conflict_backoff(attempt))
+                    wait = conflict_backoff(attempt)
+                    if not invocation.time_for(wait):
+                        break
+                    self._sleep(wait)
                     continue
                 raise
             return "applied"
         raise RuntimeError(
-            f"indexing transaction still conflicting after {MAX_TRANSACTION_ATTEMPTS} attempts"
+            "indexing transaction still conflicting (attempts or the invocation's time ran out)"
         )
 
     # -- reads ----------------------------------------------------------------------------------

@@ -36,8 +36,9 @@ from kaibo_core.adapters.dynamodb_memories import (
     conflict_backoff,
     posting_item,
 )
-from kaibo_core.adapters.dynamodb_transactions import transact_write
+from kaibo_core.adapters.dynamodb_transactions import transact_write, transaction_busy
 from kaibo_core.adapters.dynamodb_values import key, n, s, strings
+from kaibo_core.core import deadline as invocation
 from kaibo_core.core import storage_keys
 from kaibo_core.core.indexing import TermEntry, memory_plan, postings_record
 from kaibo_core.core.models.memories import MemoryRecord
@@ -140,7 +141,10 @@ class DynamoStructuringStore(DynamoMemoryStore):
                     for code in reasons
                 ):
                     # a plain collision, or the outbox head moved (another commit emitted)
-                    self._sleep(conflict_backoff(attempt))
+                    wait = conflict_backoff(attempt)
+                    if not invocation.time_for(wait):
+                        raise transaction_busy() from exc  # the job fails, to be retried in time
+                    self._sleep(wait)
                     continue
                 raise
             if self._outbox and emit:

@@ -12,9 +12,10 @@ Two answers mean "not now" rather than "no", and nothing half-written follows fr
   under a new token, and their conditions decide as they would have the first time.
 
 Both are retried with full-jitter backoff, at most ``TRANSACTION_RACE_ATTEMPTS`` times within
-``TRANSACTION_RACE_SECONDS``; then the caller's ``busy`` error (a 429 with ``Retry-After``) is
-raised. A cancellation with a failed condition is an answer: it goes back to the caller at once,
-as the ClientError, for the store to read its reasons.
+``TRANSACTION_RACE_SECONDS`` and before the invocation's deadline (``core/deadline.py``); then the
+caller's ``busy`` error (a 429 with ``Retry-After``) is raised. A cancellation with a failed
+condition is an answer: it goes back to the caller at once, as the ClientError, for the store to
+read its reasons.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Literal
 
 from botocore.exceptions import ClientError
 
+from kaibo_core.core import deadline as invocation
 from kaibo_core.core.backoff import full_jitter
 from kaibo_core.core.errors import TooManyRequestsError
 from kaibo_core.core.limits import (
@@ -92,7 +94,11 @@ def transact_write(
         wait = full_jitter(
             attempt, TRANSACTION_RACE_BACKOFF_BASE_SECONDS, TRANSACTION_RACE_BACKOFF_CAP_SECONDS
         )
-        if attempt + 1 == TRANSACTION_RACE_ATTEMPTS or monotonic() + wait > deadline:
+        if (
+            attempt + 1 == TRANSACTION_RACE_ATTEMPTS
+            or monotonic() + wait > deadline
+            or not invocation.time_for(wait)
+        ):
             break
         sleep(wait)
     raise busy() from lost

@@ -46,6 +46,7 @@ from botocore.exceptions import ClientError
 
 from kaibo_core.adapters.dynamodb_transactions import transact_write, transaction_busy
 from kaibo_core.adapters.dynamodb_values import Item, key, n, s, string_list, strings
+from kaibo_core.core import deadline as invocation
 from kaibo_core.core import storage_keys, webhooks
 from kaibo_core.core.clock import format_instant, parse_instant, utc_now
 from kaibo_core.core.storage_keys import ProjectId
@@ -301,6 +302,8 @@ class DynamoWebhookStore:
                     if last is None:
                         return ()  # the webhook was deleted meanwhile
                     raise WebhookTestTooSoonError(last) from exc
+                if not invocation.time_for(0):
+                    break
                 continue  # the head moved: another change emitted first
             return prepared.events
         raise transaction_busy()
@@ -386,7 +389,9 @@ class DynamoWebhookStore:
                 ]
                 if found:
                     return subscription_from_item(project, found[0])  # the SDK retried it: it committed
-                continue
+                if not invocation.time_for(0):
+                    break
+                continue  # the head moved: another webhook was created or deleted
             return stored
         raise transaction_busy()
 

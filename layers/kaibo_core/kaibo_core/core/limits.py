@@ -59,6 +59,12 @@ TRANSACTION_RACE_BACKOFF_CAP_SECONDS = 0.5
 #: What a 429 for such a race asks the caller to wait.
 TRANSACTION_RACE_RETRY_AFTER_SECONDS = 1
 
+#: Every retry loop of an invocation stops this long before the function's time runs out (or, for
+#: an invocation shorter than 6 s, this fraction of its time): what is left writes the 429 answer,
+#: or fails the job for SQS or EventBridge to retry (core/deadline.py).
+DEADLINE_RESERVE_SECONDS = 1.5
+DEADLINE_RESERVE_FRACTION = 0.25
+
 #: ``POST /v1/webhooks/{id}/test`` sends at most one test event per webhook in this many seconds
 #: (each one makes the service POST to the subscriber's URL); sooner: ``429 webhook_test_too_soon``.
 WEBHOOK_TEST_INTERVAL_SECONDS = 10

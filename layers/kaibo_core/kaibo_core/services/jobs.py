@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Final
 
+from kaibo_core.core import deadline as invocation
 from kaibo_core.core.errors import NotFoundError
 from kaibo_core.core.models.jobs import JobRecord
 from kaibo_core.core.storage_keys import ProjectId
@@ -45,7 +46,7 @@ class JobsService:
             if job is not None and job.status in {"done", "failed"}:
                 return job
             remaining = deadline - self._monotonic()
-            if remaining <= 0:
+            if remaining <= 0 or not invocation.time_for(min(pause, remaining)):
                 return None
             self._sleep(min(pause, remaining))
             pause = min(MAX_POLL_SECONDS, pause * 2)

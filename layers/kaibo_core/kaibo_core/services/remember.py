@@ -31,6 +31,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, cast
 
 from kaibo_core.core import chain
+from kaibo_core.core import deadline as invocation
 from kaibo_core.core.backoff import full_jitter
 from kaibo_core.core.clock import Clock, format_instant, parse_instant, utc_now
 from kaibo_core.core.errors import (
@@ -319,7 +320,10 @@ class RememberService:
                     originals.update(self._check_replays(project, stream, state, conflict.claimed))
                 if conflict.head_moved and state.pending:
                     outcome.head_conflicts += 1
-                    self._sleep(self._backoff(outcome.head_conflicts))
+                    wait = self._backoff(outcome.head_conflicts)
+                    if not invocation.time_for(wait):
+                        raise stream_busy(stream, outcome.attempts) from conflict
+                    self._sleep(wait)
                 continue
             state.appended.update({record.idempotency_key: record for record in records})
             state.pending = []

@@ -1,0 +1,143 @@
+"""One deadline per invocation for every retry loop in it (kaibo_core/core/deadline.py): a request
+whose transaction keeps racing answers 429 with Retry-After while its Lambda time has the reserve
+left, not Lambda's timeout (API Gateway's 502/504).
+
+The invocation's time passes only when the code under test sleeps (``InvocationClock``), and each
+backoff is its longest (the jitter's upper bound): no real waits, no wall-clock luck."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from kaibo_core.adapters.dynamodb_webhooks import DynamoWebhookStore
+from kaibo_core.core import backoff, deadline
+from kaibo_core.core.limits import TRANSACTION_RACE_ATTEMPTS
+from kaibo_core.runtime import wiring
+from kaibo_core.runtime.settings import get_settings
+from kaibo_core.services.webhooks import WebhooksService
+from tests.fixtures.faults import Fault, FaultInjector, both, mentions, touches
+from tests.integration.api import FakeLambdaContext, Reply, call, project_context
+from tests.integration.test_remember_api import new_project
+
+#: Calls a fault answers when it is meant to outlast every retry of the request.
+KEEPS_RACING = 1000
+
+
+@dataclass
+class InvocationClock:
+    """A Lambda invocation's time: it passes only while the code under test sleeps."""
+
+    timeout_ms: int
+    slept: list[float] = field(default_factory=list)
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+
+    def remaining_ms(self) -> int:
+        return self.timeout_ms - round(sum(self.slept) * 1000)
+
+
+@dataclass
+class ClockedContext(FakeLambdaContext):
+    clock: InvocationClock = field(default_factory=lambda: InvocationClock(10_000))
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.clock.remaining_ms()
+
+
+@pytest.fixture
+def webhook_env(handler_env: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    monkeypatch.setenv("KAIBO_WEBHOOKS_ALLOW_LOCAL", "1")
+    monkeypatch.setattr(backoff, "random", SimpleNamespace(uniform=lambda _low, high: high))
+    wiring.reset()
+    yield handler_env
+    wiring.reset()
+
+
+@pytest.fixture
+def faults(webhook_env: Any) -> Iterator[FaultInjector]:
+    injector = FaultInjector(wiring.dynamodb(), webhook_env.dynamodb)
+    yield injector
+    injector.remove()
+
+
+def service_sleeping_on(clock: InvocationClock) -> WebhooksService:
+    """The webhooks function's service as wired, its store's waits on ``clock``."""
+    wired = wiring.webhooks_service()
+    outbox = wiring.webhook_outbox()
+    assert outbox is not None
+    store = DynamoWebhookStore(wiring.dynamodb(), get_settings().webhooks_table, sleep=clock.sleep)
+    return WebhooksService(store, wiring.webhook_cipher(), outbox, wired._check_url)
+
+
+def create_webhook(project: str, clock: InvocationClock) -> Reply:
+    return call(
+        "webhooks",
+        "POST",
+        "/v1/webhooks",
+        resource="/v1/webhooks",
+        body={"url": "https://example.com/hook", "events": ["memory.structured"]},
+        context=project_context(project, "write"),
+        services={"webhooks": service_sleeping_on(clock)},
+        lambda_context=ClockedContext(clock=clock),
+    )
+
+
+def racing(stack: Any, project: str, times: int) -> Fault:
+    """The webhook's creation loses every race for ``times`` calls (``TransactionConflict``)."""
+    return Fault(
+        "TransactWriteItems",
+        "conflict",
+        times=times,
+        when=both(mentions(project), touches(stack.tables["WebhooksTable"])),
+    )
+
+
+def test_a_transaction_racing_past_the_invocations_time_answers_429_with_the_reserve_left(
+    webhook_env: Any, faults: FaultInjector
+) -> None:
+    """Given 500 ms left and a creation that keeps racing, its backoffs (20, 40, 80, 160 ms, then
+    320) would outlast the function; it stops while its reserve (125 ms) is still there."""
+    project = new_project()
+    clock = InvocationClock(timeout_ms=500)
+    fault = faults.add(racing(webhook_env, project, KEEPS_RACING))
+
+    busy = create_webhook(project, clock)
+
+    assert (busy.status, busy.body["error"]["code"]) == (429, "transaction_busy")
+    assert busy.headers["Retry-After"] == "1"
+    assert clock.remaining_ms() >= deadline.reserve_for(0.5) * 1000, clock.slept
+    assert len(fault.fired) < TRANSACTION_RACE_ATTEMPTS  # stopped by the deadline, not the attempts
+    assert deadline.current() is None  # the invocation's deadline ended with it
+
+
+def test_each_invocation_gets_its_own_deadline(webhook_env: Any, faults: FaultInjector) -> None:
+    """The next invocation, with 10 s, retries past the first one's deadline and is created."""
+    project = new_project()
+    short = InvocationClock(timeout_ms=500)
+    faults.add(racing(webhook_env, project, KEEPS_RACING))
+    assert create_webhook(project, short).status == 429
+    faults.clear()
+    fault = faults.add(racing(webhook_env, project, TRANSACTION_RACE_ATTEMPTS - 1))
+    generous = InvocationClock(timeout_ms=10_000)
+
+    created = create_webhook(project, generous)
+
+    assert created.status == 201, created.body
+    assert len(fault.fired) == TRANSACTION_RACE_ATTEMPTS - 1
+    assert sum(generous.slept) > sum(short.slept) + short.remaining_ms() / 1000  # past the first's time
+
+
+def test_without_a_lambda_context_clock_the_retries_keep_their_own_limits() -> None:
+    """Tools and tests without a deadline: every wait is allowed."""
+    assert deadline.current() is None
+    assert deadline.time_for(3600.0)
+    with deadline.bounded_by(lambda: 2_000):
+        assert deadline.time_for(1.4)  # 2 s less the reserve (0.5 s)
+        assert not deadline.time_for(1.5)
+    assert deadline.time_for(3600.0)
