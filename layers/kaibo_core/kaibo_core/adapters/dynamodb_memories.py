@@ -41,7 +41,6 @@ from botocore.exceptions import ClientError
 from kaibo_core.adapters.aws import io_pool
 from kaibo_core.adapters.dynamodb_transactions import transact_write
 from kaibo_core.adapters.dynamodb_values import Item, key, n, s, string_list, strings
-from kaibo_core.core import deadline as invocation
 from kaibo_core.core import storage_keys
 from kaibo_core.core.backoff import full_jitter
 from kaibo_core.core.indexing import (
@@ -67,8 +66,6 @@ if TYPE_CHECKING:
 
     from kaibo_core.adapters.sdk_speedups.direct_reads import DirectDynamoReads
 
-#: Transactions that lose to a concurrent one on a shared counter retry this often.
-MAX_TRANSACTION_ATTEMPTS: Final = 8
 #: BatchGetItem rounds for keys DynamoDB left unprocessed (throttling) before giving up.
 MAX_BATCH_GET_ROUNDS: Final = 8
 BATCH_GET_KEYS: Final = 100
@@ -392,31 +389,22 @@ class DynamoMemoryStore:
     ) -> str:
         """Apply one chunk: ``applied``, ``already_applied``, ``memory_exists`` (the condition at
         ``memory_position`` failed) or ``marker_exists`` (the one at ``marker_position``).
-        Positions may count from the end."""
-        for attempt in range(MAX_TRANSACTION_ATTEMPTS):
-            try:
-                transact_write(self._client, actions, sleep=self._sleep)
-            except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
-                    raise
-                reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
-                if _failed_at(reasons, memory_position, len(actions)):
-                    return "memory_exists"
-                if _failed_at(reasons, marker_position, len(actions)):
-                    return "marker_exists"
-                if "ConditionalCheckFailed" in reasons:
-                    return "already_applied"  # a chunk is atomic: one posting present means all are
-                if all(code in {"None", "TransactionConflict", None} for code in reasons):
-                    wait = conflict_backoff(attempt)
-                    if not invocation.time_for(wait):
-                        break
-                    self._sleep(wait)
-                    continue
+        Positions may count from the end. Races (a transaction in progress, a conflict) are
+        retried by ``transact_write``, which raises its 429 when they do not end in time."""
+        try:
+            transact_write(self._client, actions, sleep=self._sleep)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
                 raise
-            return "applied"
-        raise RuntimeError(
-            "indexing transaction still conflicting (attempts or the invocation's time ran out)"
-        )
+            reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
+            if _failed_at(reasons, memory_position, len(actions)):
+                return "memory_exists"
+            if _failed_at(reasons, marker_position, len(actions)):
+                return "marker_exists"
+            if "ConditionalCheckFailed" in reasons:
+                return "already_applied"  # a chunk is atomic: one posting present means all are
+            raise
+        return "applied"
 
     # -- reads ----------------------------------------------------------------------------------
 
