@@ -24,7 +24,7 @@ entry can have made): its postings' keys hold the stems of forgotten text.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
@@ -36,7 +36,7 @@ from kaibo_core.adapters.dynamodb_memories import marked_memory, memory_item, pl
 from kaibo_core.adapters.dynamodb_structuring import DynamoStructuringStore
 from kaibo_core.adapters.dynamodb_values import key, n, s
 from kaibo_core.core import storage_keys
-from kaibo_core.core.forgetting import FORGOTTEN
+from kaibo_core.core.forgetting import FORGOTTEN, MemoryHeader
 from kaibo_core.core.indexing import DF_SHARDS, TermEntry, memory_plan, shard_of
 from kaibo_core.core.models.events import EventRecord
 from kaibo_core.core.models.memories import MemoryRecord
@@ -211,28 +211,63 @@ class DynamoForgetStore(DynamoStructuringStore):
         )
         return [flag, corpus]  # type: ignore[list-item]
 
-    def memories_with_term(self, project: ProjectId, term: str) -> set[str]:
-        """Every memory posted under ``term``, on either side (all pages: a forget must be complete)."""
+    def term_counts(self, project: ProjectId, terms: Sequence[str]) -> dict[str, int]:
+        """Each term's document frequency (its shards' sum: memories posted under it on either
+        side), one Query of its df shards per term, in parallel; 0 for a term never indexed."""
+        counted = _in_parallel([partial(self._term_count, project, term) for term in terms])
+        return dict(zip(terms, counted, strict=True))
+
+    def _term_count(self, project: ProjectId, term: str) -> int:
+        response = self._client.query(
+            TableName=self._index,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :df)",
+            ExpressionAttributeValues={
+                ":pk": s(storage_keys.postings_pk(project, "c", term)),
+                ":df": s(storage_keys.DF_SORT_PREFIX),
+            },
+            ProjectionExpression="df",
+            ConsistentRead=True,
+        )
+        return sum(int(item["df"]["N"]) for item in response.get("Items", []))
+
+    def memories_with_term(self, project: ProjectId, term: str, at_most: int) -> set[str] | None:
+        """Every memory posted under ``term``, on either side (all pages: a forget must be
+        complete); None as soon as more than ``at_most`` are found (no more is read)."""
         found: set[str] = set()
         for side in _SIDES:
             request: dict[str, Any] = {
                 "TableName": self._index,
-                "KeyConditionExpression": "pk = :pk",
-                "ExpressionAttributeValues": {":pk": s(storage_keys.postings_pk(project, side, term))},
+                # Postings only: the df shards (``~df#NN``) sort after every one of them.
+                "KeyConditionExpression": "pk = :pk AND sk < :counters",
+                "ExpressionAttributeValues": {
+                    ":pk": s(storage_keys.postings_pk(project, side, term)),
+                    ":counters": s(storage_keys.DF_SORT_PREFIX),
+                },
                 "ProjectionExpression": "sk",
                 "ConsistentRead": True,
             }
             while True:
+                request["Limit"] = at_most + 1 - len(found)
                 response = self._client.query(**request)
-                for item in response.get("Items", []):
-                    sort_key = str(item["sk"]["S"])
-                    if not sort_key.startswith("~"):  # ~df#NN: the term's counters, not a posting
-                        found.add(sort_key.split("#", 1)[1])
+                found.update(str(item["sk"]["S"]).split("#", 1)[1] for item in response.get("Items", []))
+                if len(found) > at_most:
+                    return None
                 start = response.get("LastEvaluatedKey")
                 if not start:
                     break
                 request["ExclusiveStartKey"] = start
         return found
+
+    def headers(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, MemoryHeader]:
+        """Each existing memory's id, status and subject, read without its text (a candidate of a
+        ``query`` or ``subject`` forget, filtered before anything large is read)."""
+        items = self._batch_get(project, memory_ids, projection="id, #status, subject")
+        return {
+            item["id"]["S"]: MemoryHeader(
+                item["id"]["S"], item["status"]["S"], item["subject"]["S"] if "subject" in item else None
+            )
+            for item in items
+        }
 
     # -- purge ------------------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from datetime import timedelta
 from typing import Any, Final, Literal
 
 from kaibo_core.core.chain import canonicalize
+from kaibo_core.core.indexing import memory_terms
 from kaibo_core.core.ledger import EventLocation, LedgerEntry
 from kaibo_core.core.models.events import EventRecord
 from kaibo_core.core.models.memories import PREFERENCE_SUBJECT_WORD, MemoryRecord, SourceEventRef
@@ -42,6 +43,10 @@ Why = Literal["match", "older_version", "same_source_event"]
 DEFAULT_MAX_MEMORIES: Final = 100
 #: ``maxMemories`` may go up to this (one forget is one ledger entry and one request).
 MAX_MEMORIES_LIMIT: Final = 1000
+#: A ``query`` or ``subject`` whose rarest stem is indexed for more memories than this is refused
+#: (``forget_selector_too_broad``) before any memory is read: resolving it completely would read
+#: that many candidates, ten times the largest set a forget may take.
+MAX_FORGET_CANDIDATES: Final = 10 * MAX_MEMORIES_LIMIT
 #: Statuses that are already forgotten: never part of a new set.
 FORGOTTEN: Final = frozenset({"tombstoned", "purged"})
 #: Internal statuses a forget takes too (never served): a structured memory not switched on yet.
@@ -57,6 +62,15 @@ class ForgetKeyTakenError(RuntimeError):
     def __init__(self, key: str) -> None:
         super().__init__(f"forget idempotency key {key!r} was claimed by another call")
         self.key = key
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryHeader:
+    """What a candidate of a ``query`` or ``subject`` is filtered by, read without its text."""
+
+    id: str
+    status: str
+    subject: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,9 +233,17 @@ def subject_lookup_terms(subject: str) -> frozenset[str]:
     return narrowed or terms
 
 
-def has_subject(memory: MemoryRecord, wanted: str) -> bool:
+def has_subject(memory: MemoryRecord | MemoryHeader, wanted: str) -> bool:
     """``memory``'s stored subject is ``wanted`` (a ``comparable_subject``)."""
     return memory.subject is not None and comparable_subject(memory.subject) == wanted
+
+
+def holds_terms(memory: MemoryRecord, terms: Iterable[str]) -> bool:
+    """``memory``'s text (with its date) has every one of ``terms``: what its postings say,
+    recomputed from the text as the removal of its postings does."""
+    if memory.content is None:
+        return False
+    return set(terms) <= set(memory_terms(memory))
 
 
 def preview_token(memory_ids: Iterable[str], event_ids: Iterable[str]) -> str:

@@ -4,7 +4,9 @@
    its stems on either side of the index, superseded and canceled memories included; a stream,
    every event's provisional memory; a subject, the memories whose stored subject it is, found
    through the index by its stems), closed under older versions and same source events
-   (kaibo_core.core.forgetting). A dry run stops here and returns the set and its token.
+   (kaibo_core.core.forgetting). A query or subject is read from its rarest stem on, and refused
+   (``forget_selector_too_broad``) if more than ``MAX_FORGET_CANDIDATES`` memories hold even that
+   one (``_holding_all``). A dry run stops here and returns the set and its token.
 2. **Commit**: the ledger entry (memory ids, event ids, salted reason digest, tombstonedAt,
    purgeAfter; and, unhashed, where each event lives) is appended: from then on the erasure is
    owed, and the purge finishes it whatever happens to this request.
@@ -31,6 +33,7 @@ from kaibo_core.core.errors import BadRequestError, ConflictError, NotFoundError
 from kaibo_core.core.forgetting import (
     DEFAULT_MAX_MEMORIES,
     FORGOTTEN,
+    MAX_FORGET_CANDIDATES,
     MAX_MEMORIES_LIMIT,
     ForgetKeyTakenError,
     ForgetMember,
@@ -38,12 +41,14 @@ from kaibo_core.core.forgetting import (
     ForgetRequest,
     ForgetSet,
     KeyedForget,
+    MemoryHeader,
     Why,
     answered_members,
     comparable_subject,
     forget_request_digest,
     forgotten_placeholder,
     has_subject,
+    holds_terms,
     older_versions,
     same_event_memories,
     subject_lookup_terms,
@@ -61,12 +66,16 @@ STREAM_PAGE: Final = 1000
 #: Rounds of tombstoning what structuring committed while a forget ran (one is the usual most).
 MAX_MEANWHILE_ROUNDS: Final = 4
 STREAM_PAGE_BYTES: Final = 4 * 1024 * 1024
+#: Candidates of a query or subject read in full at once (one BatchGetItem: at most 100 keys).
+LOAD_BATCH: Final = 100
 
 
 class ForgetStore(Protocol):
     def get(self, project: ProjectId, memory_id: str) -> MemoryRecord | None: ...
     def get_many(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, MemoryRecord]: ...
-    def memories_with_term(self, project: ProjectId, term: str) -> set[str]: ...
+    def headers(self, project: ProjectId, memory_ids: Iterable[str]) -> dict[str, MemoryHeader]: ...
+    def term_counts(self, project: ProjectId, terms: Sequence[str]) -> dict[str, int]: ...
+    def memories_with_term(self, project: ProjectId, term: str, at_most: int) -> set[str] | None: ...
     def tombstone(
         self,
         project: ProjectId,
@@ -90,9 +99,12 @@ class ForgetService:
         clock: Callable[[], datetime],
         *,
         finish: Callable[[LedgerEntry], None],
+        max_candidates: int = MAX_FORGET_CANDIDATES,
     ) -> None:
         """``finish``: the purge's own completion of a forget that died after its entry
-        (``Purger.apply``), run when a retry under the same key finds its entry unapplied."""
+        (``Purger.apply``), run when a retry under the same key finds its entry unapplied.
+        ``max_candidates``: the most memories a ``query`` or ``subject`` may resolve through."""
+        self._max_candidates = max_candidates
         self._memories = memories
         self._events = events
         self._ledger = ledger
@@ -142,9 +154,9 @@ class ForgetService:
         if request.memory_id is not None:
             matches = self._by_id(project, request.memory_id)
         elif request.query is not None:
-            matches = self._by_query(project, request.query)
+            matches = self._by_query(project, request.query, limit)
         elif request.subject is not None:
-            matches = self._by_subject(project, request.subject)
+            matches = self._by_subject(project, request.subject, limit)
         else:
             assert request.stream is not None
             matches, placeholders = self._by_stream(project, request.stream)
@@ -161,15 +173,15 @@ class ForgetService:
             )
         return [memory]
 
-    def _by_query(self, project: ProjectId, query: str) -> list[MemoryRecord]:
+    def _by_query(self, project: ProjectId, query: str, limit: int) -> list[MemoryRecord]:
         terms = query_terms(query)
         if not terms:
             raise UnprocessableError(
                 "invalid_query", "The query has no searchable words.", {"field": "query"}
             )
-        return self._holding_all(project, terms)
+        return self._holding_all(project, terms, limit, "query")
 
-    def _by_subject(self, project: ProjectId, subject: str) -> list[MemoryRecord]:
+    def _by_subject(self, project: ProjectId, subject: str, limit: int) -> list[MemoryRecord]:
         """The memories whose stored subject is ``subject`` (``comparable_subject``), found among
         those indexed under its stems: a subject has no index of its own, and its words are
         indexed as part of the memory's text."""
@@ -181,19 +193,82 @@ class ForgetService:
                 'GET /v1/memories/{id} shows it, for example "release target".',
                 {"field": "subject"},
             )
-        wanted = comparable_subject(subject)
-        return [memory for memory in self._holding_all(project, terms) if has_subject(memory, wanted)]
+        return self._holding_all(project, sorted(terms), limit, "subject", comparable_subject(subject))
 
-    def _holding_all(self, project: ProjectId, terms: Iterable[str]) -> list[MemoryRecord]:
-        """The memories posted under every one of ``terms``, on either side of the index."""
-        ids: set[str] | None = None
-        for term in sorted(terms, key=len, reverse=True):  # longer stems are rarer: the set shrinks fast
-            posted = self._memories.memories_with_term(project, term)
-            ids = posted if ids is None else ids & posted
-            if not ids:
-                return []
-        found = self._memories.get_many(project, ids or set())
-        return sorted(found.values(), key=lambda m: m.id)
+    def _holding_all(
+        self,
+        project: ProjectId,
+        terms: Sequence[str],
+        limit: int,
+        field: str,
+        subject: str | None = None,
+    ) -> list[MemoryRecord]:
+        """The memories not forgotten yet posted under every one of ``terms`` (on either side of
+        the index) and, if given, whose subject is ``subject``; at most ``limit + 1`` (enough to
+        refuse a set that is too large).
+
+        Read in the order of cost: every posting of the rarest term (refused if more than
+        ``max_candidates`` memories hold it, before any memory is read); their memories without
+        text (status, subject); the postings of each other term held by no more memories than
+        candidates are left; and last the remaining candidates in full, a batch at a time, each
+        checked by its text against the terms too frequent to read. The text of a match is needed anyway:
+        a dry run shows it, and a real forget removes the postings it computes from it."""
+        counts = self._memories.term_counts(project, terms)
+        rarest, *others = sorted(terms, key=lambda term: (counts[term], term))
+        posted = None
+        if counts[rarest] <= self._max_candidates:
+            posted = self._memories.memories_with_term(project, rarest, self._max_candidates)
+        if posted is None:
+            raise self._too_broad(field)
+        if not posted:
+            return []
+        headers = self._memories.headers(project, posted).values()
+        candidates = {
+            header.id
+            for header in headers
+            if header.status not in FORGOTTEN and (subject is None or has_subject(header, subject))
+        }
+        by_text: list[str] = []
+        for term in others:
+            # A term's postings are read only if there are no more of them than candidates left
+            # (each of which would otherwise be read in full): so every read stays within a
+            # multiple of the rarest term's memories, whatever the others' frequencies.
+            also = None
+            if counts[term] <= len(candidates):
+                also = self._memories.memories_with_term(project, term, len(candidates))
+            if also is None:
+                by_text.append(term)
+            else:
+                candidates &= also
+        return self._load_matches(project, sorted(candidates), limit, by_text, subject)
+
+    def _load_matches(
+        self, project: ProjectId, candidates: list[str], limit: int, terms: list[str], subject: str | None
+    ) -> list[MemoryRecord]:
+        """``candidates`` in full, a batch at a time, kept if still not forgotten, with ``subject``
+        and holding ``terms``; stops past ``limit`` matches."""
+        matches: list[MemoryRecord] = []
+        for start in range(0, len(candidates), LOAD_BATCH):
+            batch = self._memories.get_many(project, candidates[start : start + LOAD_BATCH])
+            matches += [
+                memory
+                for memory in (batch[m] for m in candidates[start : start + LOAD_BATCH] if m in batch)
+                if memory.status not in FORGOTTEN
+                and (subject is None or has_subject(memory, subject))
+                and holds_terms(memory, terms)
+            ]
+            if len(matches) > limit:
+                break
+        return matches
+
+    def _too_broad(self, field: str) -> UnprocessableError:
+        return UnprocessableError(
+            "forget_selector_too_broad",
+            f"Every word of this {field} is held by more than {self._max_candidates} memories, too "
+            f"many to resolve in one forget; add a rarer word to the {field}, or forget by stream "
+            "or memoryId.",
+            {"field": field, "maxCandidates": self._max_candidates},
+        )
 
     def _by_stream(
         self, project: ProjectId, stream: str
