@@ -22,7 +22,7 @@ from kaibo_core.runtime import wiring
 from kaibo_core.services.admin import AdminService
 from kaibo_local.template import function_specs, load_template, resolve_environment
 from tests.conftest import AwsStack, emulator_client
-from tests.fixtures.faults import Fault, FaultInjector
+from tests.fixtures.faults import Fault, FaultInjector, Kind
 from tests.integration.api import ADMIN_CONTEXT, call
 from tests.integration.test_keys_and_authorizer import add_key, authorize, create_project
 from tools.enroll_projects import main as enroll_main
@@ -179,6 +179,33 @@ def test_given_the_plan_refuses_the_key_then_no_project_is_stored(
 
     assert reply.status == 500
     assert project_items(plan.stack) == before  # no project whose key API Gateway would refuse
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        ("CreateApiKey", "too_many_requests", 429, "usage_plan_busy"),
+        ("CreateUsagePlanKey", "too_many_requests", 429, "usage_plan_busy"),
+        ("CreateApiKey", "limit_exceeded", 503, "api_key_quota_reached"),
+    ],
+)
+def test_given_api_gateway_throttled_or_out_of_api_keys_then_a_clear_answer_and_no_project_stored(
+    plan: Plan, apigateway_faults: FaultInjector, refusal: tuple[str, Kind, int, str]
+) -> None:
+    operation, kind, status, code = refusal
+    before = project_items(plan.stack)
+    apigateway_faults.add(Fault(operation, kind))
+    reply = call("admin", "POST", "/v1/admin/projects", body={"name": "refused"}, context=ADMIN_CONTEXT)
+
+    assert reply.status == status, reply.body
+    assert reply.body["error"]["code"] == code
+    assert ("Retry-After" in reply.headers) == (status == 429)
+    assert project_items(plan.stack) == before
+    # Once API Gateway answers again, the same call creates the project.
+    assert (
+        call("admin", "POST", "/v1/admin/projects", body={"name": "later"}, context=ADMIN_CONTEXT).status
+        == 201
+    )
 
 
 def test_given_a_usage_key_set_between_read_and_write_then_a_new_key_gets_it(plan: Plan) -> None:

@@ -7,6 +7,11 @@ of the same value (``ConflictException``). When the SDK retries a CreateApiKey w
 lost, or the caller calls ``enroll`` again, the conflict leads to the key already made (found by its
 name, ``kaibo-<projectId>``, and its value), never to a second one. Adding a key the plan already
 holds is a conflict too, and means done.
+
+API Gateway's own refusals become answers: throttled (``TooManyRequestsException``, once the SDK's
+retries gave up) is ``429 usage_plan_busy`` with ``Retry-After``; the account's quota of API keys
+reached (``LimitExceededException``) is ``503 api_key_quota_reached``, for the deployment's
+operator to lift (docs/deploy.md, "Throttles"). Either way no project is stored.
 """
 
 from __future__ import annotations
@@ -15,7 +20,11 @@ from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
 
+from kaibo_core.core.errors import KaiboError, ServiceUnavailableError, TooManyRequestsError
 from kaibo_core.core.storage_keys import ProjectId
+
+#: Seconds a caller waits before retrying a project creation API Gateway throttled.
+USAGE_PLAN_RETRY_AFTER_SECONDS = 2
 
 
 class ApiGatewayClient(Protocol):
@@ -33,12 +42,41 @@ def _is_conflict(error: ClientError) -> bool:
     return error.response.get("Error", {}).get("Code") == "ConflictException"
 
 
+def _refusal(error: ClientError) -> KaiboError | None:
+    """What the caller is answered for API Gateway's refusal ``error``; None: a fault (5xx)."""
+    code = error.response.get("Error", {}).get("Code")
+    if code == "TooManyRequestsException":
+        return TooManyRequestsError(
+            "usage_plan_busy",
+            "API Gateway is throttling this deployment's API key changes; retry after the "
+            "Retry-After seconds.",
+            retry_after_seconds=USAGE_PLAN_RETRY_AFTER_SECONDS,
+        )
+    if code == "LimitExceededException":
+        return ServiceUnavailableError(
+            "api_key_quota_reached",
+            "This deployment's AWS account holds as many API Gateway API keys as its quota allows, "
+            "so no project can be created; its operator must raise the quota (or delete unused keys, "
+            "see docs/deploy.md) before projects can be created again.",
+        )
+    return None
+
+
 class ApiGatewayUsagePlan:
     def __init__(self, client: ApiGatewayClient, usage_plan_id: str) -> None:
         self._client = client
         self._usage_plan_id = usage_plan_id
 
     def enroll(self, project: ProjectId, usage_key: str) -> None:
+        try:
+            self._enroll(project, usage_key)
+        except ClientError as error:
+            refusal = _refusal(error)
+            if refusal is None:
+                raise
+            raise refusal from error
+
+    def _enroll(self, project: ProjectId, usage_key: str) -> None:
         key_id = self._create_key(project, usage_key)
         try:
             self._client.create_usage_plan_key(

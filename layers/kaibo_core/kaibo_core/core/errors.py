@@ -55,3 +55,10 @@ class TooManyRequestsError(KaiboError):
     ) -> None:
         super().__init__(code, message, details)
         self.retry_after_seconds = retry_after_seconds
+
+
+class ServiceUnavailableError(KaiboError):
+    """A limit of the deployment (not of the request, nor a fault of the code): its operator can
+    lift it, the caller cannot."""
+
+    status = 503
