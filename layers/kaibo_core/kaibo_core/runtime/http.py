@@ -78,6 +78,7 @@ ERROR_RESPONSES: dict[int, OpenAPIResponse] = {
         (422, "Invalid request: details.errors lists each field"),
         (429, "Retry later (Retry-After)"),
         (500, "A fault of ours: details.requestId names it"),
+        (503, "Unavailable until an operator acts (e.g. api_key_quota_reached); the message says what"),
     ]
 }
 
