@@ -148,7 +148,15 @@ def memory_from_item(project: ProjectId, item: dict[str, Any]) -> MemoryRecord:
         replaces=item["replaces"]["S"] if "replaces" in item else None,
         becomes=item["becomes"]["S"] if "becomes" in item else None,
         semantic=decode_placement(item["sem"]["S"]) if "sem" in item else None,
+        indexed_length=_indexed_length(item),
     )
+
+
+def _indexed_length(item: dict[str, Any]) -> int | None:
+    """The item's ``dl`` when its text was indexed by this text pipeline (``pv``) and is still held."""
+    if "content" not in item or "dl" not in item or int(item.get("pv", {}).get("N", "0")) != PIPELINE_VERSION:
+        return None
+    return int(item["dl"]["N"])
 
 
 def placement_condition(placement: SemanticPlacement | None, value: str) -> tuple[str, Item]:

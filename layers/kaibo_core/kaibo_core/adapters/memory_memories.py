@@ -49,7 +49,8 @@ class InMemoryMemoryStore:
                 self.doc_freqs[df_key] = self.doc_freqs.get(df_key, 0) + 1
             stats = self.corpus.get(memory.project_id, CorpusStats(0, 0))
             self.corpus[memory.project_id] = CorpusStats(stats.docs + 1, stats.terms + plan.dl)
-            self.memories[(memory.project_id, memory.id)] = memory
+            # What the DynamoDB item records with it (``dl``): its length as indexed.
+            self.memories[(memory.project_id, memory.id)] = replace(memory, indexed_length=plan.dl)
             self.records[(memory.project_id, memory.id)] = postings_record(memory, side)
         return True
 

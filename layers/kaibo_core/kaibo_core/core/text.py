@@ -301,6 +301,15 @@ def written_date_terms(text: str) -> list[str]:
     return terms
 
 
+#: The shape of the ISO terms ``written_date_terms`` gives: only a term of this shape can be one.
+_WRITTEN_DATE_TERM = re.compile(r"[0-9]{4}-[0-9]{2}(?:-[0-9]{2})?")
+
+
+def may_be_written_date(term: str) -> bool:
+    """Can ``written_date_terms`` give ``term``?"""
+    return _WRITTEN_DATE_TERM.fullmatch(term) is not None
+
+
 def time_terms(year: int, month: int, day: int) -> list[str]:
     """The terms a memory gets from the date it became valid (UTC): ``2023-05-08``,
     ``2023-05``, ``2023`` and the month's name through the pipeline (``juli``; ``may`` is a
@@ -310,14 +319,21 @@ def time_terms(year: int, month: int, day: int) -> list[str]:
     ]
 
 
-def analyze(text: str) -> list[str]:
-    """The terms of ``text`` in order, with repeats: what the index counts. Dates written
-    out in English add their ISO terms at the end."""
+def token_terms(text: str) -> list[str]:
+    """The terms of ``text``'s tokens in order, with repeats: ``analyze`` without the ISO terms
+    of written dates."""
     terms: list[str] = []
     for token in tokenize(text):
         term = _term(token)
         if term is not None:
             terms.append(term)
+    return terms
+
+
+def analyze(text: str) -> list[str]:
+    """The terms of ``text`` in order, with repeats: what the index counts. Dates written
+    out in English add their ISO terms at the end."""
+    terms = token_terms(text)
     terms.extend(written_date_terms(unicodedata.normalize("NFKC", text)))
     return terms
 

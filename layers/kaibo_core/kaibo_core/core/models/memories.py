@@ -95,6 +95,10 @@ class MemoryRecord:
     becomes: MemoryStatus | None = None
     #: Recall by meaning: its vector and cells (None: written without a model, or purged).
     semantic: SemanticPlacement | None = None
+    #: Its length in terms as indexed (text and date terms, ``indexing.memory_terms``), as its item
+    #: records it when written by this text pipeline; None: not known (recall then counts it).
+    #: Not compared: it is what the store knows of the memory, not part of what it says.
+    indexed_length: int | None = field(default=None, compare=False)
 
     @property
     def source_event_ids(self) -> tuple[str, ...]:

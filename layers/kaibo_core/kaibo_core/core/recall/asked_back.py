@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from functools import lru_cache
 from typing import Final
@@ -66,5 +67,5 @@ def answers_before_questions(ranked: Sequence[Ranked], weights: Mapping[str, flo
     return order
 
 
-def _weight(terms: frozenset[str], weights: Mapping[str, float]) -> float:
+def _weight(terms: AbstractSet[str], weights: Mapping[str, float]) -> float:
     return math.fsum(weight for term, weight in weights.items() if term in terms and weight > 0.0)

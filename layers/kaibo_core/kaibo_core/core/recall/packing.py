@@ -122,9 +122,14 @@ def term_probe(term: str) -> str:
     return run.group() if run is not None else ""
 
 
+def probed_form(text: str) -> str:
+    """``text`` as probes are looked for in it: case-folded, without apostrophes and commas."""
+    return fold(text).translate(_DROPPED_IN_TERMS)
+
+
 def may_hold(unit: str, probes: Sequence[str]) -> bool:
     """Can ``unit`` hold one of the question terms the probes stand for (``term_probe``)?"""
-    folded = fold(unit).translate(_DROPPED_IN_TERMS)
+    folded = probed_form(unit)
     return any(probe in folded for probe in probes)
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import pairwise
@@ -151,7 +152,7 @@ def _states_now(text: str) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
     return tuple(found)
 
 
-def _weight(terms: frozenset[str], weights: Mapping[str, float]) -> float:
+def _weight(terms: AbstractSet[str], weights: Mapping[str, float]) -> float:
     return math.fsum(weights[term] for term in terms)
 
 

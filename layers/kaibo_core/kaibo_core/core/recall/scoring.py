@@ -8,7 +8,7 @@ items (``visible``), which are the authority.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 
 from kaibo_core.core.models.memories import CURRENT_STATUSES, HISTORICAL_STATUSES, CorpusStats, Posting
@@ -140,12 +140,14 @@ def exact_score(
     return score
 
 
-def coverage(terms: Iterable[str], weights: Mapping[str, float]) -> float:
-    """The share of the question's idf weight that ``terms`` cover, in [0, 1]."""
+def coverage(terms: Container[str], weights: Mapping[str, float]) -> float:
+    """The share of the question's idf weight that ``terms`` cover, in [0, 1]. Summed in the
+    question's order, asking ``terms`` only about the question's terms (a long memory's terms are
+    read where asked: core/recall/long_texts.py)."""
     total = sum(weights.values())
     if total <= 0:
         return 0.0
-    return sum(weights.get(term, 0.0) for term in set(terms)) / total
+    return sum(weight for term, weight in weights.items() if term in terms) / total
 
 
 def successions(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from kaibo_core.core.text import analyze
@@ -21,11 +22,12 @@ from kaibo_core.core.text import analyze
 
 @dataclass(frozen=True, slots=True)
 class Ranked:
-    """A ranked candidate: ``terms`` is ``frozenset(analyze(text))``, ``score`` its BM25 score (> 0)."""
+    """A ranked candidate: ``terms`` is ``frozenset(analyze(text))`` (or a set equal to it, read
+    where asked: ``kaibo_core.core.recall.long_texts.TermSet``), ``score`` its BM25 score (> 0)."""
 
     memory_id: str
     score: float
-    terms: frozenset[str]
+    terms: AbstractSet[str]
     text: str
     #: When the memory became valid (epoch ms), if known: two memories that give one subject's
     #: attribute different values keep only the newer (``kaibo_core.core.recall.conflicts``).
@@ -97,7 +99,7 @@ def _covers(kept: Ranked, kept_text: str, candidate: Ranked, candidate_text: str
     return (
         bool(candidate.terms)
         and candidate.terms <= kept.terms
-        and not (kept.terms - candidate.terms) & NEGATION_TERMS
+        and not any(term in kept.terms and term not in candidate.terms for term in NEGATION_TERMS)
     )
 
 
