@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kaibo_core.adapters.dynamodb_memories import memory_from_item, memory_item
 from kaibo_core.adapters.memory_memories import InMemoryMemoryStore
 from kaibo_core.api.mapping import recall_query
 from kaibo_core.api.models import RecallRequest
@@ -26,7 +27,7 @@ from kaibo_core.core.recall import long_texts
 from kaibo_core.core.recall.long_texts import ProbedText, TermSet
 from kaibo_core.core.recall.selection import Ranked, collapse_near_duplicates
 from kaibo_core.core.storage_keys import ProjectId
-from kaibo_core.core.text import analyze, query_terms, token_terms, written_date_terms
+from kaibo_core.core.text import PIPELINE_VERSION, analyze, query_terms, token_terms, written_date_terms
 from kaibo_core.services import recall as recall_service
 from kaibo_core.services.recall import RecallService
 
@@ -298,3 +299,15 @@ def test_a_long_memorys_rescoring_analyzes_only_where_the_question_looks(
     # (the whole analysis did).
     assert 0 < probed_chars <= 2 * 2 * long_texts.CHUNK_CHARS
     assert sum(analyzed) >= len(text)
+
+
+def test_an_items_length_counts_only_under_the_pipeline_that_indexed_it() -> None:
+    memory = MemoryRecord(
+        PROJECT, "mem_a", "active", "fact", "Tea at five.", at(-1), None, 0.5, "s", (), at(-1)
+    )
+    item = memory_item(memory, 7)
+    assert memory_from_item(PROJECT, item).indexed_length == 7
+    # Another pipeline version counted other terms: recall analyzes the text itself.
+    assert memory_from_item(PROJECT, {**item, "pv": {"N": str(PIPELINE_VERSION - 1)}}).indexed_length is None
+    # A purged memory has no text to score.
+    assert memory_from_item(PROJECT, memory_item(replace(memory, content=None), 7)).indexed_length is None
