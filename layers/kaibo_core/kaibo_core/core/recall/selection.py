@@ -83,6 +83,10 @@ dont doesnt didnt isnt arent wasnt werent cant couldnt wont wouldnt
 shouldnt hasnt havent hadnt mustnt neednt aint
 """
 NEGATION_TERMS: frozenset[str] = frozenset(term for word in _NEGATION_WORDS.split() for term in analyze(word))
+#: Longest first: a long text's terms are read where a term's probe stands, and a short term's
+#: probe (``no``: ``n``) stands nearly everywhere, so the negations a text is likelier to be found
+#: holding cheaply are asked about first (the answer is the same in any order).
+_NEGATIONS_LONGEST_FIRST: tuple[str, ...] = tuple(sorted(NEGATION_TERMS, key=lambda term: (-len(term), term)))
 
 
 def normalized_text(text: str) -> str:
@@ -99,7 +103,7 @@ def _covers(kept: Ranked, kept_text: str, candidate: Ranked, candidate_text: str
     return (
         bool(candidate.terms)
         and candidate.terms <= kept.terms
-        and not any(term in kept.terms and term not in candidate.terms for term in NEGATION_TERMS)
+        and not any(term in kept.terms and term not in candidate.terms for term in _NEGATIONS_LONGEST_FIRST)
     )
 
 
