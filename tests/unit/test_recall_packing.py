@@ -8,7 +8,7 @@ import random
 from unittest import mock
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from kaibo_core.core.recall import packing
@@ -352,6 +352,8 @@ def test_pack_properties(
 
 @PROPERTY
 @given(st.one_of(TEXT, LONG_TEXT, st.text(st.characters(codec="utf-8"))))
+@example("We met on May \u0662\u0660\u0662\u0663.")  # Arabic-Indic digits: the date term is 2023-05
+@example("Order \u0967\u0968\u0969 shipped.")  # Devanagari digits kept as a token
 def test_every_term_of_a_text_leaves_its_probe_in_it(text: str) -> None:
     for term in set(analyze(text)):
         assert may_hold(text, [term_probe(term)]), term

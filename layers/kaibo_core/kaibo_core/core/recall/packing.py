@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -48,6 +49,10 @@ _LEADING_WORD_RUN = re.compile(r"\w+")
 #: Left out of a unit before probing: ``analyze`` drops apostrophes inside words
 #: (``don't`` -> ``dont``) and commas inside numbers (``1,000`` -> ``1000``).
 _DROPPED_IN_TERMS = str.maketrans("", "", "'’,")
+#: A decimal digit of any script but ASCII's: a written date's ISO term is in ASCII digits
+#: (``May ٢٠٢٣`` -> ``2023-05``), so probes and the text they are looked for in read every
+#: digit as its ASCII one (one character for one: positions do not move).
+_OTHER_DIGIT = re.compile(r"(?![0-9])\d")
 
 Span = tuple[int, int]
 
@@ -119,12 +124,19 @@ def term_probe(term: str) -> str:
     if term.isalpha():
         return term[:-2] if term.endswith("ie") else term[:-1]
     run = _LEADING_WORD_RUN.match(term)
-    return run.group() if run is not None else ""
+    return _ascii_digits(run.group()) if run is not None else ""
 
 
 def probed_form(text: str) -> str:
-    """``text`` as probes are looked for in it: case-folded, without apostrophes and commas."""
-    return fold(text).translate(_DROPPED_IN_TERMS)
+    """``text`` as probes are looked for in it: case-folded, without apostrophes and commas,
+    every digit an ASCII one."""
+    return _ascii_digits(fold(text).translate(_DROPPED_IN_TERMS))
+
+
+def _ascii_digits(text: str) -> str:
+    if text.isascii():
+        return text
+    return _OTHER_DIGIT.sub(lambda digit: str(unicodedata.digit(digit.group())), text)
 
 
 def may_hold(unit: str, probes: Sequence[str]) -> bool:
