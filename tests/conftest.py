@@ -43,6 +43,19 @@ def emulator_client(service: str, endpoint_url: str, config: Config | None = Non
     )
 
 
+def scan_all(client: Any, table: str) -> list[dict[str, Any]]:
+    """Every item of ``table``, page after page: the session's shared tables outgrow one page
+    (1 MB) once a test has stored long memories."""
+    items: list[dict[str, Any]] = []
+    request: dict[str, Any] = {"TableName": table}
+    while True:
+        page = client.scan(**request)
+        items += page["Items"]
+        if "LastEvaluatedKey" not in page:
+            return items
+        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
 @dataclass(frozen=True)
 class AwsStack:
     endpoint_url: str

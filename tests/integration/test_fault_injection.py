@@ -47,7 +47,7 @@ from kaibo_core.services.purging import Purger
 from kaibo_core.services.webhook_dispatch import WebhookDispatcher
 from kaibo_local.template import create_tables, load_template
 from kaibo_local.workers import create_queues, sqs_event
-from tests.conftest import AwsStack
+from tests.conftest import AwsStack, scan_all
 from tests.fixtures.faults import Crash, Fault, FaultInjector, both, mentions, quiesce_io_pool, touches
 from tests.integration.api import ADMIN_CONTEXT, FakeLambdaContext, Reply, call, get_job, handler_module
 from tests.integration.test_forget_api import SCHEDULED_EVENT, forget, forget_now, ledger, receipt
@@ -1559,7 +1559,7 @@ def test_a_success_whose_recovery_mark_failed_makes_the_webhook_active_on_the_re
 def items_of(stack: AwsStack, table: str, project: str) -> list[dict[str, Any]]:
     """Every item of ``table`` that belongs to ``project`` (by key or by its projectId)."""
     found = []
-    for item in stack.dynamodb.scan(TableName=stack.tables[table])["Items"]:
+    for item in scan_all(stack.dynamodb, stack.tables[table]):
         if project in item["pk"]["S"] or item.get("projectId", {}).get("S") == project:
             found.append(item)
     return found

@@ -30,7 +30,7 @@ from kaibo_core.runtime.observability import FunctionFailedError
 from kaibo_core.runtime.settings import get_settings
 from kaibo_core.services.forgetting import ForgetService
 from kaibo_core.services.purging import Purger
-from tests.conftest import emulator_client
+from tests.conftest import emulator_client, scan_all
 from tests.integration.api import FakeLambdaContext, Reply, call, get_job, handler_module, project_context
 from tests.integration.iam_calls import checked_invocation
 from tests.integration.test_recall_api import get_memory, recall
@@ -88,10 +88,7 @@ def recalled_ids(project: str, question: str, **extra: Any) -> list[str]:
 
 
 def every_item(stack: Any) -> dict[str, list[dict[str, Any]]]:
-    return {
-        name: sorted(stack.dynamodb.scan(TableName=table)["Items"], key=repr)
-        for name, table in stack.tables.items()
-    }
+    return {name: sorted(scan_all(stack.dynamodb, table), key=repr) for name, table in stack.tables.items()}
 
 
 def corpus_docs(stack: Any, project: str) -> int:

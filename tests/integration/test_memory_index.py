@@ -19,6 +19,7 @@ from kaibo_core.core import storage_keys
 from kaibo_core.core.indexing import TERMS_PER_TRANSACTION, memory_terms, plan_index
 from kaibo_core.core.models.memories import MemoryRecord, SourceEventRef
 from kaibo_core.core.storage_keys import ProjectId
+from tests.conftest import scan_all
 
 
 def new_project() -> ProjectId:
@@ -254,7 +255,7 @@ def test_given_corpus_stats_read_a_moment_ago_then_they_are_reused_for_a_minute(
 
 def postings_of(aws_stack: Any, project: ProjectId, memory_id: str) -> dict[str, int]:
     """How many postings ``memory_id`` has on each side (``tc``, ``th``), and its index markers."""
-    items = aws_stack.dynamodb.scan(TableName=aws_stack.tables["TermIndexTable"])["Items"]
+    items = scan_all(aws_stack.dynamodb, aws_stack.tables["TermIndexTable"])
     found: dict[str, int] = {}
     for item in items:
         pk, sk = item["pk"]["S"], item["sk"]["S"]

@@ -21,7 +21,7 @@ from kaibo_core.core.storage_keys import ProjectId, api_key_key, project_key
 from kaibo_core.runtime import wiring
 from kaibo_core.services.admin import AdminService
 from kaibo_local.template import function_specs, load_template, resolve_environment
-from tests.conftest import AwsStack, emulator_client
+from tests.conftest import AwsStack, emulator_client, scan_all
 from tests.fixtures.faults import Fault, FaultInjector, Kind
 from tests.integration.api import ADMIN_CONTEXT, call
 from tests.integration.test_keys_and_authorizer import add_key, authorize, create_project
@@ -91,7 +91,7 @@ def usage_key_of(api_key: str) -> str | None:
 
 
 def project_items(stack: AwsStack) -> set[str]:
-    items = stack.dynamodb.scan(TableName=stack.tables["ProjectsTable"])["Items"]
+    items = scan_all(stack.dynamodb, stack.tables["ProjectsTable"])
     return {item["pk"]["S"] for item in items if item["pk"]["S"].startswith("project#")}
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from kaibo_core.core.semantic.placement import CELL_TERM_PREFIX
 from kaibo_core.core.semantic.vectors import NIBBLE_FORM
+from tests.conftest import scan_all
 from tests.integration.test_forget_api import (
     forget_now,
     memory_ids_of,
@@ -107,7 +108,7 @@ def test_given_a_placed_memory_forgotten_and_purged_then_no_vector_of_it_is_left
     run_purge()
 
     assert cell_postings(semantic_env, forgotten_ids) == []
-    items = semantic_env.dynamodb.scan(TableName=semantic_env.tables["MemoriesTable"])["Items"]
+    items = scan_all(semantic_env.dynamodb, semantic_env.tables["MemoriesTable"])
     mine = [item for item in items if item["pk"]["S"].startswith(f"{project}#")]  # the table is shared
     erased = [item for item in mine if item["id"]["S"] in forgotten_ids]
     assert erased
