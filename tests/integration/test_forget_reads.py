@@ -26,8 +26,10 @@ from tests.integration.test_memory_index import memory, new_project
 from tests.integration.test_recall_reads import Reads
 
 NOW = datetime(2026, 6, 3, 12, 0, tzinfo=UTC)
-#: A long text, as a memory made from a file may hold (the finding: hundreds of KB each).
-FILLER = " ".join(f"filler{n} pebble" for n in range(400))
+#: A long text, as a memory made from a file may hold (the finding: hundreds of KB each). Few
+#: distinct words: the length is what counts here, and every distinct word would be one more
+#: posting per memory in the session's shared index table (which every later test scans).
+FILLER = " ".join(["loose pebble on the gravel path"] * 160)
 
 
 class ReadsWithText(Reads):
