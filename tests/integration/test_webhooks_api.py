@@ -18,7 +18,7 @@ import pytest
 from kaibo_core.adapters.dynamodb_webhooks import DynamoWebhookStore
 from kaibo_core.core import storage_keys, webhook_signing
 from kaibo_core.core.errors import TooManyRequestsError
-from kaibo_core.core.limits import WEBHOOK_TEST_INTERVAL_SECONDS
+from kaibo_core.core.limits import WEBHOOK_TEST_INTERVAL_SECONDS, WEBHOOK_TESTS_PER_PROJECT
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.webhooks import FanOut, Subscription
 from kaibo_core.runtime import wiring
@@ -475,6 +475,121 @@ def test_test_events_sent_at_once_for_one_webhook_make_one_event(webhook_env: An
 
     assert sorted(outcomes) == ["sent", "webhook_test_too_soon"]
     assert outbox_tests(webhook_env, project) == [webhook_id]
+
+
+# --- test events: at most WEBHOOK_TESTS_PER_PROJECT per project in any window -------------------
+
+
+def project_test_log(stack: Any, project: str) -> list[str]:
+    """When the project's test events were sent, as its test log holds them."""
+    item = stack.dynamodb.get_item(
+        TableName=stack.tables["WebhooksTable"],
+        Key={"pk": {"S": f"{project}#webhooks"}, "sk": {"S": "tests"}},
+        ConsistentRead=True,
+    ).get("Item", {})
+    return [entry["S"] for entry in item.get("sentAt", {}).get("L", [])]
+
+
+def test_deleting_and_recreating_webhooks_does_not_reset_the_project_test_limit(webhook_env: Any) -> None:
+    """Given 9 test events to webhooks deleted at once and a 10th to a webhook made later, all in
+    WEBHOOK_TESTS_WINDOW_SECONDS, when a new webhook is tested: 429 until the first test leaves the
+    window, to the millisecond; a webhook whose own interval ends later is told to wait for that."""
+    project = new_project()
+    clock = SteppedClock()
+    service = clocked_service(clock)
+    for _ in range(WEBHOOK_TESTS_PER_PROJECT - 1):  # at 0, 1, …, 8 s
+        recreated = subscribe(project, "https://example.com/hook")["id"]
+        assert hooks(project, "POST", f"{recreated}/test", service=service).status == 202
+        assert hooks(project, "DELETE", recreated).status == 204
+        clock.advance(1)
+    kept = subscribe(project, "https://example.com/hook")["id"]
+    clock.advance(55 - (WEBHOOK_TESTS_PER_PROJECT - 1))
+    assert hooks(project, "POST", f"{kept}/test", service=service).status == 202  # the 10th, at 55 s
+    log = project_test_log(webhook_env, project)
+
+    clock.advance(1)  # 56 s: the window holds 10 tests, the oldest (0 s) leaves it at 60 s
+    fresh = subscribe(project, "https://example.com/hook")["id"]
+    refused = hooks(project, "POST", f"{fresh}/test", service=service)
+    kept_refused = hooks(project, "POST", f"{kept}/test", service=service)
+    clock.advance(3.999)
+    still_refused = hooks(project, "POST", f"{fresh}/test", service=service)
+    clock.advance(0.001)
+    on_time = hooks(project, "POST", f"{fresh}/test", service=service)
+
+    assert (refused.status, refused.body["error"]["code"]) == (429, "webhook_tests_too_many")
+    assert refused.headers["Retry-After"] == "4"
+    assert refused.body["error"]["details"] == {"retryAfterSeconds": 4, "limit": 10, "windowSeconds": 60}
+    assert (kept_refused.status, kept_refused.headers["Retry-After"]) == (429, "9")  # its own: 65 s
+    assert kept_refused.body["error"]["code"] == "webhook_tests_too_many"
+    assert (still_refused.status, still_refused.headers["Retry-After"]) == (429, "1")
+    assert on_time.status == 202, on_time.body
+    assert len(outbox_tests(webhook_env, project)) == WEBHOOK_TESTS_PER_PROJECT + 1
+    assert len(log) == WEBHOOK_TESTS_PER_PROJECT
+    # the refusals wrote nothing; the test at 60 s took the place of the one at 0 s
+    assert project_test_log(webhook_env, project) == [*log[1:], "2026-06-02T09:31:00.000Z"]
+
+
+def test_two_webhooks_share_the_project_test_limit_and_it_frees_as_the_window_slides(
+    webhook_env: Any,
+) -> None:
+    """Two webhooks tested in turn every 5 s, each within its own interval: the project's 11th test
+    event in WEBHOOK_TESTS_WINDOW_SECONDS is refused; at 60 s the first has left the window and one
+    more is sent; the one at 5 s still counts until 65 s."""
+    project = new_project()
+    pair = [subscribe(project, f"https://example.com/{name}")["id"] for name in "ab"]
+    clock = SteppedClock()
+    service = clocked_service(clock)
+    sent = []
+    for n in range(WEBHOOK_TESTS_PER_PROJECT):  # at 0, 5, …, 45 s
+        sent.append(hooks(project, "POST", f"{pair[n % 2]}/test", service=service).status)
+        clock.advance(5)
+
+    eleventh = [hooks(project, "POST", f"{webhook}/test", service=service) for webhook in pair]  # 50 s
+    clock.advance(10)
+    after_the_first_left = hooks(project, "POST", f"{pair[0]}/test", service=service)  # 60 s
+    clock.advance(1)
+    next_one = hooks(project, "POST", f"{pair[1]}/test", service=service)  # 61 s
+
+    assert sent == [202] * WEBHOOK_TESTS_PER_PROJECT
+    assert [(r.status, r.body["error"]["code"], r.headers["Retry-After"]) for r in eleventh] == [
+        (429, "webhook_tests_too_many", "10")
+    ] * 2
+    assert after_the_first_left.status == 202, after_the_first_left.body
+    assert (next_one.status, next_one.headers["Retry-After"]) == (429, "4")  # the one at 5 s: 65 s
+    assert outbox_tests(webhook_env, project) == [pair[n % 2] for n in range(11)]
+
+
+def test_test_events_for_two_webhooks_at_once_for_the_last_place_make_one_event(webhook_env: Any) -> None:
+    """The project's limit is a condition in the test event's own transaction too: with one place
+    left in the window, two webhooks tested at the same instant make one event."""
+    project = new_project()
+    clock = SteppedClock()
+    service = clocked_service(clock)
+    for _ in range(WEBHOOK_TESTS_PER_PROJECT - 1):
+        recreated = subscribe(project, "https://example.com/hook")["id"]
+        assert hooks(project, "POST", f"{recreated}/test", service=service).status == 202
+        assert hooks(project, "DELETE", recreated).status == 204
+    pair = [subscribe(project, f"https://example.com/{name}")["id"] for name in "ab"]
+    start = threading.Barrier(2)
+    outcomes: list[str] = []
+
+    def send(webhook_id: str) -> None:
+        start.wait(10)
+        try:
+            service.send_test(ProjectId(project), webhook_id)
+            outcomes.append("sent")
+        except TooManyRequestsError as exc:
+            outcomes.append(exc.code)
+
+    racers = [threading.Thread(target=send, args=(webhook,)) for webhook in pair]
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join(30)
+
+    assert sorted(outcomes) == ["sent", "webhook_tests_too_many"]
+    assert len(outbox_tests(webhook_env, project)) == WEBHOOK_TESTS_PER_PROJECT
+    assert len(project_test_log(webhook_env, project)) == WEBHOOK_TESTS_PER_PROJECT
 
 
 def test_a_test_event_for_a_webhook_deleted_meanwhile_is_404_and_no_event(

@@ -7,6 +7,12 @@ kaibo_core.core.storage_keys.
   (L of S: the KMS ciphertexts, newest first), ``previousUntil``?, ``lastTestAt``? (when its
   last test event was sent: ``emit_test`` sends the next one only WEBHOOK_TEST_INTERVAL_SECONDS
   later, a condition in the test event's own transaction).
+- Test log: same ``pk``, ``sk = tests``: ``sentAt`` (L of S: when the project's test events of
+  the last WEBHOOK_TESTS_WINDOW_SECONDS were sent, whichever webhooks they went to; deleting a
+  webhook leaves them), ``writes`` (N: a version, one more per test event) and ``expiresAt``
+  (once its newest entry has left the window). ``emit_test`` reads it, refuses the test if the
+  window is full, and otherwise rewrites it in the test event's transaction on condition that
+  ``writes`` is still the one read: two tests at once cannot both take the last place.
 - Outbox: ``pk = <project>#outbox``, ``sk = <seq, 12 digits>``: ``type``, ``createdAt``,
   ``data`` (JSON text: ids only), ``onlyWebhook``?, ``emittedBy``? (the token of the ``emit``
   call that wrote it); until relayed to the queue, ``relayPk =
@@ -35,6 +41,7 @@ instead of writing a second event or failing with the subscription stored.
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -49,6 +56,7 @@ from kaibo_core.adapters.dynamodb_values import Item, key, n, s, string_list, st
 from kaibo_core.core import deadline as invocation
 from kaibo_core.core import storage_keys, webhooks
 from kaibo_core.core.clock import format_instant, parse_instant, utc_now
+from kaibo_core.core.limits import WEBHOOK_TESTS_WINDOW_SECONDS
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.webhooks import (
     MAX_WEBHOOKS_PER_PROJECT,
@@ -116,6 +124,7 @@ def subscription_from_item(project: ProjectId, item: dict[str, Any]) -> Subscrip
         failing_since=item.get("failingSince", {}).get("S"),
         secret_ciphertexts=string_list(item.get("secrets")),
         previous_until=item.get("previousUntil", {}).get("S"),
+        last_test_at=item.get("lastTestAt", {}).get("S"),
     )
 
 
@@ -253,7 +262,9 @@ class DynamoWebhookStore:
     ) -> tuple[OutboxEvent, ...]:
         """The webhook's ``webhook.test`` event, with ``lastTestAt = now`` on its subscription in
         the same transaction, on condition that its previous test was at ``earliest_previous`` or
-        before: WebhookTestTooSoonError (with that test's instant) otherwise; () if it is gone."""
+        before: WebhookTestTooSoonError (with that test's instant) otherwise; () if it is gone.
+        The project's test log gains ``now`` in the same transaction: WebhookTestsTooManyError,
+        and nothing written, if its window is full."""
         stamp: TransactWriteItemTypeDef = {
             "Update": {
                 "TableName": self._table,
@@ -265,7 +276,38 @@ class DynamoWebhookStore:
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
         }
-        return self._emit(project, [webhooks.ping(webhook_id)], now, stamp=stamp)
+        return self._emit(
+            project,
+            [webhooks.ping(webhook_id)],
+            now,
+            stamp=stamp,
+            logged=lambda: self._log_test(project, now),
+        )
+
+    def _log_test(self, project: ProjectId, now: str) -> TransactWriteItemTypeDef:
+        """The write that adds ``now`` to the project's test log, conditioned on the log as read
+        (strongly consistent); WebhookTestsTooManyError if its window is full."""
+        log_key = key(storage_keys.webhook_test_log_key(project))
+        found = self._client.get_item(TableName=self._table, Key=log_key, ConsistentRead=True).get("Item")
+        sent = webhooks.admit_project_test(
+            string_list(found.get("sentAt")) if found else (), parse_instant(now)
+        )
+        writes = int(found["writes"]["N"]) if found else 0
+        expires = parse_instant(sent[-1]) + timedelta(seconds=WEBHOOK_TESTS_WINDOW_SECONDS)
+        put: PutTypeDef = {
+            "TableName": self._table,
+            "Item": {
+                **log_key,
+                "sentAt": strings(list(sent)),
+                "writes": n(writes + 1),
+                "expiresAt": n(math.ceil(expires.timestamp())),
+            },
+            "ConditionExpression": "attribute_not_exists(pk)",
+        }
+        if found:
+            put["ConditionExpression"] = "writes = :read"
+            put["ExpressionAttributeValues"] = {":read": n(writes)}
+        return {"Put": put}
 
     def _emit(
         self,
@@ -273,15 +315,16 @@ class DynamoWebhookStore:
         notifications: Sequence[Notification],
         now: str,
         stamp: TransactWriteItemTypeDef | None,
+        logged: Callable[[], TransactWriteItemTypeDef] | None = None,
     ) -> tuple[OutboxEvent, ...]:
-        """The outbox writes of ``notifications`` (and ``stamp``, last) in one transaction,
-        prepared again while the head moves under them."""
+        """The outbox writes of ``notifications`` (then ``logged()``'s write, then ``stamp``, last)
+        in one transaction, prepared again while the head or the log moves under them."""
         token = secrets.token_hex(8)
         for _ in range(MAX_CREATE_ATTEMPTS):
             prepared = self.prepare(project, notifications, now, emitted_by=token)
             if prepared is None:
                 return ()
-            actions = [*prepared.actions, *([stamp] if stamp else [])]
+            actions = [*prepared.actions, *([logged()] if logged else []), *([stamp] if stamp else [])]
             try:
                 transact_write(self._client, actions, sleep=self._sleep)
             except ClientError as exc:
@@ -304,7 +347,7 @@ class DynamoWebhookStore:
                     raise WebhookTestTooSoonError(last) from exc
                 if not invocation.time_for(0):
                     break
-                continue  # the head moved: another change emitted first
+                continue  # the head (or the test log) moved: another change emitted first
             return prepared.events
         raise transaction_busy()
 

@@ -68,3 +68,11 @@ DEADLINE_RESERVE_FRACTION = 0.25
 #: ``POST /v1/webhooks/{id}/test`` sends at most one test event per webhook in this many seconds
 #: (each one makes the service POST to the subscriber's URL); sooner: ``429 webhook_test_too_soon``.
 WEBHOOK_TEST_INTERVAL_SECONDS = 10
+#: ... and at most WEBHOOK_TESTS_PER_PROJECT test events per project in any
+#: WEBHOOK_TESTS_WINDOW_SECONDS, whichever webhooks they went to (deleting and re-creating a
+#: webhook, or adding several on one URL, does not add to it); more: ``429 webhook_tests_too_many``.
+#: 10 a minute is more than anyone testing by hand sends, and holds a script that loops
+#: create-test-delete (unlimited before) or tests 20 webhooks in turn (120 a minute) to about
+#: one webhook's own rate (6 a minute).
+WEBHOOK_TESTS_PER_PROJECT = 10
+WEBHOOK_TESTS_WINDOW_SECONDS = 60

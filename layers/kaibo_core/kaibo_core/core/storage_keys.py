@@ -194,6 +194,12 @@ def webhook_key(project: ProjectId, webhook_id: str) -> dict[str, str]:
     return {"pk": webhooks_pk(project), "sk": f"wh#{webhook_id}"}
 
 
+def webhook_test_log_key(project: ProjectId) -> dict[str, str]:
+    """When the project's last test events were sent, whichever webhooks they went to (outside
+    the ``wh#`` range the subscriptions are listed from)."""
+    return {"pk": webhooks_pk(project), "sk": "tests"}
+
+
 def outbox_pk(project: ProjectId) -> str:
     """The project's committed webhook events, by seq, and their head (next seq, subscribers)."""
     return f"{project}#outbox"

@@ -22,8 +22,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final, Literal
 
-from kaibo_core.core.clock import parse_instant
-from kaibo_core.core.limits import WEBHOOK_TEST_INTERVAL_SECONDS
+from kaibo_core.core.clock import format_instant, parse_instant
+from kaibo_core.core.limits import (
+    WEBHOOK_TEST_INTERVAL_SECONDS,
+    WEBHOOK_TESTS_PER_PROJECT,
+    WEBHOOK_TESTS_WINDOW_SECONDS,
+)
 
 EventType = Literal[
     "memory.forgotten", "memory.structured", "memory.superseded", "memory.canceled", "webhook.test"
@@ -100,6 +104,8 @@ class Subscription:
     failing_since: str | None = None
     secret_ciphertexts: tuple[str, ...] = field(default=(), repr=False)
     previous_until: str | None = None
+    #: When its last test event was sent (never shown: the limits of ``POST …/test`` use it).
+    last_test_at: str | None = None
 
     def wants(self, event: OutboxEvent) -> bool:
         if event.only_webhook is not None:
@@ -197,10 +203,36 @@ def earliest_previous_test(now: datetime) -> datetime:
 def seconds_until_next_test(last_sent_at: str, now: datetime) -> int:
     """Whole seconds until the next test event is allowed (1 at least; never more than the
     interval, whatever another container's clock said)."""
-    left = (
-        parse_instant(last_sent_at) + timedelta(seconds=WEBHOOK_TEST_INTERVAL_SECONDS) - now
-    ).total_seconds()
-    return min(WEBHOOK_TEST_INTERVAL_SECONDS, max(1, math.ceil(left)))
+    interval = timedelta(seconds=WEBHOOK_TEST_INTERVAL_SECONDS)
+    return seconds_until(parse_instant(last_sent_at) + interval, now, WEBHOOK_TEST_INTERVAL_SECONDS)
+
+
+class WebhookTestsTooManyError(Exception):
+    """The project was sent WEBHOOK_TESTS_PER_PROJECT test events in the last
+    WEBHOOK_TESTS_WINDOW_SECONDS; the next one may be sent at ``next_allowed_at``."""
+
+    def __init__(self, next_allowed_at: datetime) -> None:
+        super().__init__(f"next test event allowed at {format_instant(next_allowed_at)}")
+        self.next_allowed_at = next_allowed_at
+
+
+def admit_project_test(recent: Sequence[str], now: datetime) -> tuple[str, ...]:
+    """The project's test log once a test event is sent at ``now``: the instants of ``recent``
+    still inside the window, oldest first, then ``now``. WebhookTestsTooManyError if the window
+    holds WEBHOOK_TESTS_PER_PROJECT of them already: a test sent at ``t`` counts until
+    ``t + WEBHOOK_TESTS_WINDOW_SECONDS``, excluded."""
+    window = timedelta(seconds=WEBHOOK_TESTS_WINDOW_SECONDS)
+    inside = sorted(sent for sent in map(parse_instant, recent) if sent > now - window)
+    if len(inside) >= WEBHOOK_TESTS_PER_PROJECT:
+        # Once this one leaves the window, WEBHOOK_TESTS_PER_PROJECT - 1 are left in it.
+        raise WebhookTestsTooManyError(inside[-WEBHOOK_TESTS_PER_PROJECT] + window)
+    return (*map(format_instant, inside), format_instant(now))
+
+
+def seconds_until(moment: datetime, now: datetime, at_most: int) -> int:
+    """Whole seconds from ``now`` to ``moment``, rounded up: 1 at least, ``at_most`` at most
+    (whatever another container's clock said)."""
+    return min(at_most, max(1, math.ceil((moment - now).total_seconds())))
 
 
 # --- the delivery -----------------------------------------------------------------------------

@@ -11,7 +11,11 @@ from typing import Protocol
 from kaibo_core.core import webhook_signing, webhooks
 from kaibo_core.core.clock import Clock, format_instant, utc_now
 from kaibo_core.core.errors import NotFoundError, TooManyRequestsError, UnprocessableError
-from kaibo_core.core.limits import WEBHOOK_TEST_INTERVAL_SECONDS
+from kaibo_core.core.limits import (
+    WEBHOOK_TEST_INTERVAL_SECONDS,
+    WEBHOOK_TESTS_PER_PROJECT,
+    WEBHOOK_TESTS_WINDOW_SECONDS,
+)
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.webhooks import AttemptRecord, EventType, OutboxEvent, Subscription
 
@@ -120,8 +124,10 @@ class WebhooksService:
 
     def send_test(self, project: ProjectId, webhook_id: str) -> OutboxEvent:
         """A ``webhook.test`` event to this webhook, at most one per WEBHOOK_TEST_INTERVAL_SECONDS
-        (``429 webhook_test_too_soon`` with the seconds left in ``Retry-After``)."""
-        self.get(project, webhook_id)
+        (``429 webhook_test_too_soon``) and WEBHOOK_TESTS_PER_PROJECT per project in any
+        WEBHOOK_TESTS_WINDOW_SECONDS (``429 webhook_tests_too_many``), with the seconds left in
+        ``Retry-After``."""
+        webhook = self.get(project, webhook_id)
         now = self._clock()
         try:
             events = self._store.emit_test(
@@ -135,6 +141,21 @@ class WebhooksService:
                 f"seconds ago; send the next one in {wait} seconds.",
                 retry_after_seconds=wait,
                 details={"retryAfterSeconds": wait, "intervalSeconds": WEBHOOK_TEST_INTERVAL_SECONDS},
+            ) from exc
+        except webhooks.WebhookTestsTooManyError as exc:
+            wait = webhooks.seconds_until(exc.next_allowed_at, now, WEBHOOK_TESTS_WINDOW_SECONDS)
+            if webhook.last_test_at is not None:  # then this webhook's own interval must be over too
+                wait = max(wait, webhooks.seconds_until_next_test(webhook.last_test_at, now))
+            raise TooManyRequestsError(
+                "webhook_tests_too_many",
+                f"This project's webhooks were sent {WEBHOOK_TESTS_PER_PROJECT} test events in the last "
+                f"{WEBHOOK_TESTS_WINDOW_SECONDS} seconds; send the next one in {wait} seconds.",
+                retry_after_seconds=wait,
+                details={
+                    "retryAfterSeconds": wait,
+                    "limit": WEBHOOK_TESTS_PER_PROJECT,
+                    "windowSeconds": WEBHOOK_TESTS_WINDOW_SECONDS,
+                },
             ) from exc
         if not events:
             raise _missing(webhook_id)  # deleted meanwhile
