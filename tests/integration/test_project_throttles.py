@@ -10,6 +10,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -315,3 +316,107 @@ def test_given_a_migration_that_stopped_after_creating_the_key_then_the_next_run
     assert [key["value"] for key in plan.keys_named(usage_key_name(project))] == [made_before]
     assert made_before in plan.values_in_plan()
     assert usage_key_of(old["apiKey"]) == made_before
+
+
+# -- unused API keys: failed creations leave them, the cleanup deletes them -----------------------------
+
+
+def clean(plan: Plan, *options: str, hours_later: float = 2) -> int:
+    """tools/enroll_projects.py --remove-orphan-keys, on a clock ``hours_later`` than the emulator's."""
+    return enroll_main(
+        [
+            "--projects-table",
+            plan.stack.tables["ProjectsTable"],
+            "--usage-plan-id",
+            plan.plan_id,
+            "--endpoint-url",
+            plan.stack.endpoint_url,
+            "--remove-orphan-keys",
+            *options,
+        ],
+        clock=lambda: datetime.now(UTC) + timedelta(hours=hours_later),
+    )
+
+
+def plan_key_names(plan: Plan) -> set[str]:
+    plan_keys = plan.apigateway.get_usage_plan_keys(usagePlanId=plan.plan_id, limit=500)["items"]
+    return {key["name"] for key in plan_keys}
+
+
+def account_key_ids(plan: Plan) -> set[str]:
+    return {key["id"] for key in plan.apigateway.get_api_keys(limit=500)["items"]}
+
+
+def test_given_failed_creations_then_the_cleanup_deletes_only_the_plan_keys_no_project_uses(
+    handler_env: AwsStack, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Given the plan's keys of: a project, a project from before that an interrupted enroll made a
+    key for, a creation whose project write failed, a key made twice for one project, the shared
+    key; and another stack's plan with a key named for a project this stack does not have. When
+    the cleanup runs: it lists the two no project uses only once they are an hour old, deletes
+    them only with --delete, and touches nothing else."""
+    from_before = ProjectId(create_project("from before")["projectId"])  # no usage plan yet
+    apigateway, plan_id, shared_value = new_plan(handler_env)
+    turn_on(monkeypatch, plan_id, shared_value)
+    plan = Plan(handler_env, apigateway, plan_id, shared_value)
+    enrollment = ApiGatewayUsagePlan(plan.apigateway, plan.plan_id)
+    enrollment.enroll(from_before, "b" * 40)  # an enroll run that stopped before storing it
+    live = create_project("live")
+    made_twice = ProjectId(create_project("made twice")["projectId"])
+    enrollment.enroll(made_twice, "t" * 40)  # a second key of its name; the project holds the first
+    other_stack = apigateway.create_usage_plan(name=f"other-{secrets.token_hex(4)}")["id"]
+    ApiGatewayUsagePlan(apigateway, other_stack).enroll(ProjectId("prj_" + "9" * 26), "o" * 40)
+    before, values_before = plan_key_names(plan), plan.values_in_plan()
+    dynamodb_faults = FaultInjector(wiring.dynamodb(), handler_env.dynamodb)
+    dynamodb_faults.add(Fault("TransactWriteItems", "unavailable", times=20))  # the project write fails
+    try:
+        failed = call("admin", "POST", "/v1/admin/projects", body={"name": "x"}, context=ADMIN_CONTEXT)
+    finally:
+        dynamodb_faults.remove()
+    assert failed.status == 500
+    (failed_name,) = plan_key_names(plan) - before
+    capsys.readouterr()
+
+    young = clean(plan, "--delete", hours_later=0)
+    assert (young, capsys.readouterr().out.splitlines()[-1].startswith("0 unused API keys deleted")) == (
+        0,
+        True,
+    )
+    keys_before = account_key_ids(plan)
+    dry_run = clean(plan)
+    listed = capsys.readouterr().out
+    assert account_key_ids(plan) == keys_before  # a dry run deletes nothing
+    deleted = clean(plan, "--delete")
+    again = clean(plan, "--delete")
+
+    orphans = {failed_name: "no_project", usage_key_name(made_twice): "project_uses_another_key"}
+    assert (dry_run, deleted, again) == (1, 1, 0)
+    assert {line.split("\t")[1]: line.split("\t")[3] for line in listed.splitlines()[:-1]} == orphans
+    assert listed.splitlines()[-1].startswith("2 unused API keys to delete (dry run")
+    assert plan.values_in_plan() == values_before - {"t" * 40}  # and the failed creation's
+    assert len(account_key_ids(plan)) == len(keys_before) - 2
+    assert "t" * 40 not in [key["value"] for key in plan.keys_named(usage_key_name(made_twice))]
+    assert plan.keys_named(failed_name) == []  # deleted from the account, not only from the plan
+    assert [key["value"] for key in plan.keys_named(usage_key_name(from_before))] == ["b" * 40]
+    assert usage_key_of(live["apiKey"]) in plan.values_in_plan()  # the live project's key is kept
+    assert shared_value in plan.values_in_plan()
+    other_plan_keys = apigateway.get_usage_plan_keys(usagePlanId=other_stack, limit=500)["items"]
+    assert [key["value"] for key in other_plan_keys] == ["o" * 40]
+
+
+def test_given_more_unused_keys_than_the_run_may_delete_then_the_next_run_deletes_the_rest(
+    plan: Plan,
+) -> None:
+    enrollment = ApiGatewayUsagePlan(plan.apigateway, plan.plan_id)
+    for digit in "123":
+        enrollment.enroll(ProjectId("prj_" + digit * 26), digit * 40)  # no such projects
+    before = plan_key_names(plan)
+
+    first = clean(plan, "--delete", "--max-deletions", "2")
+    after_first = plan_key_names(plan)
+    second = clean(plan, "--delete", "--max-deletions", "2")
+
+    assert (first, second) == (1, 1)
+    assert len(before - after_first) == 2
+    assert not any(name.startswith("kaibo-prj_") for name in plan_key_names(plan))
+    assert clean(plan, "--delete") == 0

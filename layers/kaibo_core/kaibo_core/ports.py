@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from kaibo_core.core.ledger import EventLocation, LedgerEntry
     from kaibo_core.core.models.events import EventRecord, StreamHead
     from kaibo_core.core.models.jobs import JobRecord, PendingJob
-    from kaibo_core.core.models.keys import StoredKey, UsageKeyGap
+    from kaibo_core.core.models.keys import PlanUsageKey, StoredKey, UsageKeyGap
     from kaibo_core.core.models.memories import (
         CorpusStats,
         MemoryRecord,
@@ -330,6 +330,30 @@ class UsageKeyBackfill(Protocol):
 
     def give_key_usage_key(self, key_id: str, usage_key: str) -> bool:
         """The key carries ``usage_key`` unless it carries one already; whether it was written."""
+        ...
+
+
+class UsageKeyOwners(Protocol):
+    """Which API key each project counts against (tools/enroll_projects.py --remove-orphan-keys)."""
+
+    def project_usage_key(self, project: ProjectId) -> tuple[bool, str | None]:
+        """``(the project exists, its usage key)``, strongly consistent."""
+        ...
+
+
+class UsagePlanKeys(Protocol):
+    """The usage plan's API keys made for projects, to remove those no project uses."""
+
+    def project_keys(self) -> Iterator[PlanUsageKey]:
+        """Every key of the plan named ``kaibo-<projectId>`` (never the shared key)."""
+        ...
+
+    def created_at(self, key_id: str) -> datetime | None:
+        """When the key was made (None: it is gone)."""
+        ...
+
+    def remove(self, key_id: str) -> None:
+        """The key out of the plan, then deleted (done too if it was gone already)."""
         ...
 
 

@@ -12,30 +12,79 @@ API Gateway's own refusals become answers: throttled (``TooManyRequestsException
 retries gave up) is ``429 usage_plan_busy`` with ``Retry-After``; the account's quota of API keys
 reached (``LimitExceededException``) is ``503 api_key_quota_reached``, for the deployment's
 operator to lift (docs/deploy.md, "Throttles"). Either way no project is stored.
+
+A creation that failed after its key was made leaves that key in the plan, unused:
+``project_keys``, ``created_at`` and ``remove`` let tools/enroll_projects.py find and delete such
+keys (``services/admin.remove_orphan_usage_keys``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import re
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from typing import Any, Final, Protocol
 
 from botocore.exceptions import ClientError
 
 from kaibo_core.core.errors import KaiboError, ServiceUnavailableError, TooManyRequestsError
+from kaibo_core.core.models.keys import PlanUsageKey
 from kaibo_core.core.storage_keys import ProjectId
 
 #: Seconds a caller waits before retrying a project creation API Gateway throttled.
 USAGE_PLAN_RETRY_AFTER_SECONDS = 2
 
 
+#: A key named for a project: ``kaibo-`` and a project id (``ids.project_id``). The shared key's
+#: name (``<stack>-shared``) never matches, whatever the stack is called.
+_PROJECT_KEY_NAME: Final = re.compile(r"kaibo-(prj_[0-9A-HJKMNP-TV-Z]{26})")
+#: Most items API Gateway returns in one page of a listing.
+_PAGE_LIMIT: Final = 500
+
+
 class ApiGatewayClient(Protocol):
     def create_api_key(self, **kwargs: Any) -> dict[str, Any]: ...
     def get_api_keys(self, **kwargs: Any) -> dict[str, Any]: ...
+    def get_api_key(self, **kwargs: Any) -> dict[str, Any]: ...
+    def delete_api_key(self, **kwargs: Any) -> dict[str, Any]: ...
     def create_usage_plan_key(self, **kwargs: Any) -> dict[str, Any]: ...
+    def get_usage_plan_keys(self, **kwargs: Any) -> dict[str, Any]: ...
+    def delete_usage_plan_key(self, **kwargs: Any) -> dict[str, Any]: ...
 
 
 def usage_key_name(project: ProjectId) -> str:
     """The API key's name: the project it meters, for an operator reading the usage plan."""
     return f"kaibo-{project}"
+
+
+def project_of_usage_key(name: str) -> ProjectId | None:
+    """The project a key named ``name`` was made for (None: not a project's key)."""
+    match = _PROJECT_KEY_NAME.fullmatch(name)
+    return ProjectId(match.group(1)) if match else None
+
+
+def _pages(list_page: Callable[..., dict[str, Any]], **arguments: Any) -> Iterator[dict[str, Any]]:
+    """Every item of an API Gateway listing, page after page (``position``)."""
+    position: str | None = None
+    while True:
+        page = list_page(limit=_PAGE_LIMIT, **arguments, **({"position": position} if position else {}))
+        yield from page.get("items", [])
+        position = page.get("position")
+        if not position:
+            return
+
+
+def _is_not_found(error: ClientError) -> bool:
+    return error.response.get("Error", {}).get("Code") == "NotFoundException"
+
+
+def _unless_gone(call: Callable[..., dict[str, Any]], **arguments: Any) -> None:
+    """``call``; a key or plan key already gone is done too."""
+    try:
+        call(**arguments)
+    except ClientError as error:
+        if not _is_not_found(error):
+            raise
 
 
 def _is_conflict(error: ClientError) -> bool:
@@ -112,13 +161,29 @@ class ApiGatewayUsagePlan:
         raise RuntimeError(f"API key {name} conflicts with a key of another name")
 
     def _keys_named(self, name: str) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = []
-        position: str | None = None
-        while True:
-            page = self._client.get_api_keys(
-                nameQuery=name, includeValues=True, limit=500, **({"position": position} if position else {})
-            )
-            found.extend(key for key in page.get("items", []) if key.get("name") == name)
-            position = page.get("position")
-            if not position:
-                return found
+        keys = _pages(self._client.get_api_keys, nameQuery=name, includeValues=True)
+        return [key for key in keys if key.get("name") == name]
+
+    # -- keys no project uses (tools/enroll_projects.py --remove-orphan-keys) ---------------------
+
+    def project_keys(self) -> Iterator[PlanUsageKey]:
+        """The plan's keys named for a project, with their values; only this plan's, so only keys
+        this deployment made (another stack's plan is never read)."""
+        for key in _pages(self._client.get_usage_plan_keys, usagePlanId=self._usage_plan_id):
+            project = project_of_usage_key(str(key.get("name", "")))
+            if project is not None and key.get("type", "API_KEY") == "API_KEY":
+                yield PlanUsageKey(str(key["id"]), project, str(key.get("value", "")))
+
+    def created_at(self, key_id: str) -> datetime | None:
+        """When the key was made; None if it is gone (or API Gateway does not say)."""
+        try:
+            created = self._client.get_api_key(apiKey=key_id)["createdDate"]
+        except ClientError as error:
+            if _is_not_found(error):
+                return None
+            raise
+        return created if isinstance(created, datetime) else None
+
+    def remove(self, key_id: str) -> None:
+        _unless_gone(self._client.delete_usage_plan_key, usagePlanId=self._usage_plan_id, keyId=key_id)
+        _unless_gone(self._client.delete_api_key, apiKey=key_id)

@@ -169,14 +169,18 @@ class DynamoProjectStore:
 
     def _usage_key(self, project: ProjectId) -> str | None:
         """The project's usage key (None: it has none, or there is no such project)."""
+        return self.project_usage_key(project)[1]
+
+    def project_usage_key(self, project: ProjectId) -> tuple[bool, str | None]:
+        """``(the project exists, its usage key or None)``, strongly consistent."""
         response = self._client.get_item(
             TableName=self._table,
             Key={k: {"S": v} for k, v in storage_keys.project_key(project).items()},
-            ProjectionExpression="usageKey",
+            ProjectionExpression="pk, usageKey",
             ConsistentRead=True,
         )
         item: dict[str, Any] = dict(response.get("Item") or {})
-        return str(item["usageKey"]["S"]) if "usageKey" in item else None
+        return bool(item), str(item["usageKey"]["S"]) if "usageKey" in item else None
 
     def revoke_key(self, key_id: str, now: str) -> None:
         try:

@@ -4,22 +4,30 @@ With per-project throttles on (a usage plan configured), a new project first get
 Gateway API key in the usage plan, then is stored with that key's value on its item and its first
 key's: a Kaibo key never carries a usage key the plan does not hold (API Gateway would refuse its
 requests). A creation that fails after the first step leaves an API key no project uses (named
-``kaibo-<projectId>``), never a project without its key.
+``kaibo-<projectId>``), never a project without its key; ``remove_orphan_usage_keys``
+(tools/enroll_projects.py --remove-orphan-keys) deletes such keys.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from kaibo_core.core import api_keys, ids
 from kaibo_core.core.clock import Clock, format_instant, utc_now
 from kaibo_core.core.errors import UnprocessableError
-from kaibo_core.core.models.keys import CreatedKey, CreatedProject, KeyScope, Scope
+from kaibo_core.core.models.keys import CreatedKey, CreatedProject, KeyScope, PlanUsageKey, Scope
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.structuring.drafts import DEFAULT_TIME_ZONE
 from kaibo_core.core.time_zones import is_time_zone
-from kaibo_core.ports import ProjectStore, UsageKeyBackfill, UsagePlanEnrollment
+from kaibo_core.ports import (
+    ProjectStore,
+    UsageKeyBackfill,
+    UsageKeyOwners,
+    UsagePlanEnrollment,
+    UsagePlanKeys,
+)
 
 DEFAULT_SCOPES: tuple[Scope, ...] = ("forget", "read", "write")
 
@@ -91,4 +99,72 @@ def enroll_old_projects(store: UsageKeyBackfill, usage_plan: UsagePlanEnrollment
             stats.projects += 1
         for key_id in gap.key_ids:
             stats.keys += store.give_key_usage_key(key_id, usage_key)
+    return stats
+
+
+#: A key younger than this is never removed: it may be a project's whose creation is under way
+#: (the key is made first, the project stored after it, within one request of at most 15 minutes).
+ORPHAN_KEY_MIN_AGE = timedelta(hours=1)
+
+
+@dataclass(frozen=True)
+class OrphanKey:
+    key: PlanUsageKey
+    created_at: datetime
+    #: Why no project uses it: ``no_project`` or ``project_uses_another_key``.
+    reason: str
+
+
+@dataclass
+class OrphanKeyStats:
+    orphans: list[OrphanKey] = field(default_factory=list)  # removed (or to remove, in a dry run)
+    in_use: int = 0  # keys a project uses, or will (``enroll_old_projects`` adopts them)
+    too_young: int = 0  # no project uses them yet, but they are younger than the minimum age
+    left: int = 0  # orphans past ``limit``, for the next run
+
+    def summary(self, removed: bool) -> str:
+        verb = "deleted" if removed else "to delete (dry run; --delete deletes them)"
+        return (
+            f"{len(self.orphans)} unused API keys {verb}, {self.in_use} in use, "
+            f"{self.too_young} unused but younger than the minimum age, {self.left} left for the next run"
+        )
+
+
+def remove_orphan_usage_keys(
+    owners: UsageKeyOwners,
+    usage_plan: UsagePlanKeys,
+    *,
+    now: datetime,
+    remove: bool,
+    min_age: timedelta = ORPHAN_KEY_MIN_AGE,
+    limit: int = 100,
+    report: Callable[[OrphanKey], None] = lambda _orphan: None,
+) -> OrphanKeyStats:
+    """The usage plan's project keys that no project uses: the project does not exist (its
+    creation failed after the key was made) or holds another key (its key was made twice). With
+    ``remove``, each is taken out of the plan and deleted; either way ``report`` hears of it.
+
+    Kept: a project's own key; a key named for a project that has none yet (tools/enroll_projects.py
+    adopts it); a key younger than ``min_age`` or of unknown age. At most ``limit`` are removed in
+    one run. Safe while the service runs: a project's key, once stored, never changes, and a key is
+    made before its project is stored, so an unused key older than a creation can take is unused
+    for good."""
+    stats = OrphanKeyStats()
+    for key in usage_plan.project_keys():
+        exists, usage_key = owners.project_usage_key(key.project_id)
+        if exists and usage_key in {None, key.value}:
+            stats.in_use += 1
+            continue
+        created_at = usage_plan.created_at(key.key_id)
+        if created_at is None or created_at > now - min_age:
+            stats.too_young += 1
+            continue
+        if len(stats.orphans) >= limit:
+            stats.left += 1
+            continue
+        orphan = OrphanKey(key, created_at, "project_uses_another_key" if exists else "no_project")
+        if remove:
+            usage_plan.remove(key.key_id)
+        stats.orphans.append(orphan)
+        report(orphan)
     return stats

@@ -36,6 +36,15 @@ class UsageKeyGap:
 
 
 @dataclass(frozen=True)
+class PlanUsageKey:
+    """An API Gateway API key of the usage plan named for a project (``kaibo-<projectId>``)."""
+
+    key_id: str
+    project_id: ProjectId
+    value: str
+
+
+@dataclass(frozen=True)
 class CreatedKey:
     """A key just issued: the only time its secret is known."""
 
