@@ -37,11 +37,14 @@ from typing import Any, Final
 ROOT: Final = Path(__file__).resolve().parents[1]
 sys.path[:0] = [p for p in (str(ROOT), str(ROOT / "local")) if p not in sys.path]
 
+import boto3
+
 from bench.common import LocalTables, Report, local_tables, machine, percentile, progress
 from kaibo_core.adapters.dynamodb_events import DynamoEventStore
 from kaibo_core.adapters.dynamodb_forget import DynamoForgetStore
 from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
 from kaibo_core.adapters.dynamodb_ledger import DynamoLedgerStore
+from kaibo_core.adapters.kms_secrets import KmsSaltCipher
 from kaibo_core.core.clock import format_instant
 from kaibo_core.core.forgetting import ForgetRequest
 from kaibo_core.core.ids import new_id
@@ -125,8 +128,15 @@ class Bench:
         self.ledger = DynamoLedgerStore(self.client, t["LedgerTable"])
         events = DynamoEventStore(self.client, t["EventsTable"], t["IdempotencyTable"])
         self.purger = Purger(self.ledger, self.store, lambda: datetime.now(UTC))
+        kms: Any = boto3.client("kms")  # the emulator's (AWS_ENDPOINT_URL); the bench's forgets carry no key
         self.forget = ForgetService(
-            self.store, events, self.ledger, timedelta(0), _a_second_ago, finish=self.purger.apply
+            self.store,
+            events,
+            self.ledger,
+            timedelta(0),
+            _a_second_ago,
+            finish=self.purger.apply,
+            salts=KmsSaltCipher(kms, kms.create_key(Description="kaibo bench")["KeyMetadata"]["KeyId"]),
         )
         self.recall = RecallService(DynamoTermIndex(self.client, t["TermIndexTable"]), self.store)
         self.rng = random.Random(8)

@@ -128,6 +128,9 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
         ("dynamodb:PutItem", "WebhooksTable"),
         ("dynamodb:UpdateItem", "WebhooksTable"),
         ("sqs:SendMessage", "WebhookQueue"),
+        # a keyed forget's record keeps its reason salt encrypted; a retry decrypts it (salts only)
+        ("kms:Encrypt", "WebhookSecretsKey for purpose forget-key-salt"),
+        ("kms:Decrypt", "WebhookSecretsKey for purpose forget-key-salt"),
     },
     "StructureFunction": {
         ("dynamodb:BatchGetItem", "EventsTable"),
@@ -317,7 +320,7 @@ def permissions(template: Mapping[str, Any], function: str) -> set[tuple[str, st
                 only_if = f" if {condition}"
             assert statement["Effect"] == "Allow"
             assert set(statement) <= {"Effect", "Action", "Resource", "Condition"}, statement
-            only_via = via_profile(statement["Condition"]) if "Condition" in statement else ""
+            only_via = condition_suffix(statement["Condition"]) if "Condition" in statement else ""
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
             resources = (
                 statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
@@ -329,12 +332,17 @@ def permissions(template: Mapping[str, Any], function: str) -> set[tuple[str, st
     return pairs
 
 
-def via_profile(condition: Any) -> str:
-    """The one condition a grant may carry: the call comes through one inference profile
-    (``bedrock:InferenceProfileArn``) → " via inference-profile/${Param}"."""
+def condition_suffix(condition: Any) -> str:
+    """The conditions a grant may carry: the call comes through one inference profile
+    (``bedrock:InferenceProfileArn``) → " via inference-profile/${Param}"; or a KMS call's
+    encryption context names one purpose (``kms:EncryptionContext:purpose``) → " for purpose P"."""
     ((operator, keys),) = condition.items()
     ((key, value),) = keys.items()
-    assert (operator, key) == ("StringEquals", "bedrock:InferenceProfileArn"), condition
+    assert operator == "StringEquals", condition
+    if key == "kms:EncryptionContext:purpose":
+        assert isinstance(value, str), condition
+        return f" for purpose {value}"
+    assert key == "bedrock:InferenceProfileArn", condition
     name = resource_name(value)
     assert name.startswith("inference-profile/"), condition
     return f" via {name}"

@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from kaibo_core.adapters import aws
 from kaibo_core.adapters.dynamodb_forget import DynamoForgetStore
 from kaibo_core.adapters.dynamodb_ledger import DynamoLedgerStore
 from kaibo_core.adapters.dynamodb_structuring import DynamoStructuringStore
@@ -47,7 +48,7 @@ from kaibo_core.services.purging import Purger
 from kaibo_core.services.webhook_dispatch import WebhookDispatcher
 from kaibo_local.template import create_tables, load_template
 from kaibo_local.workers import create_queues, sqs_event
-from tests.conftest import AwsStack, scan_all
+from tests.conftest import AwsStack, emulator_client, scan_all
 from tests.fixtures.faults import Crash, Fault, FaultInjector, both, mentions, quiesce_io_pool, touches
 from tests.integration.api import ADMIN_CONTEXT, FakeLambdaContext, Reply, call, get_job, handler_module
 from tests.integration.test_forget_api import SCHEDULED_EVENT, forget, forget_now, ledger, receipt
@@ -244,6 +245,7 @@ VOLATILE = frozenset(
         "claimedBy",
         "requestDigest",
         "reasonSalt",
+        "reasonSaltCiphertext",
         "writtenAt",
         "lastTestAt",
     }
@@ -1109,6 +1111,49 @@ def test_a_keyed_stream_forget_dying_before_its_placeholder_has_it_written_by_th
     assert len(ledger(project).body["entries"]) == 1
     assert purge_later()["applied"] == 0
     assert_never_structured(stack, project, held)
+
+
+@pytest.fixture
+def kms_faults(stack: AwsStack) -> Iterator[FaultInjector]:
+    """Fault hooks on the container's KMS client (the one that encrypts a keyed forget's salt)."""
+    hooked = FaultInjector(aws.kms_client(), emulator_client("kms", stack.endpoint_url))
+    yield hooked
+    hooked.remove()
+
+
+def test_a_keyed_forget_whose_salt_kms_refused_writes_nothing_and_a_retry_whose_decrypt_failed_replays_later(
+    stack: AwsStack, kms_faults: FaultInjector
+) -> None:
+    """The salt is encrypted before anything is written: a refused Encrypt leaves no trace and the
+    retry forgets once. A refused Decrypt (a retry reading the record) answers 500 and changes
+    nothing: the next retry answers the first answer."""
+    reference = new_project()
+    remembered_and_structured(stack, reference)
+    assert forget(reference, KEYED).status == 200
+    project = new_project()
+    replies = remembered_and_structured(stack, project)
+    before = state(stack, project)
+    encrypt = kms_faults.add(Fault("Encrypt", "throttling"))
+
+    refused = forget(project, KEYED)
+
+    assert encrypt.fired == ["Encrypt"]
+    assert refused.status == 500, refused.body
+    assert state(stack, project) == before  # nothing of it
+    first = forget(project, KEYED)
+    assert first.status == 200, first.body
+    assert first.body["replayed"] is False
+    decrypt = kms_faults.add(Fault("Decrypt", "throttling"))
+    after = state(stack, project)
+
+    failed = forget(project, KEYED)
+
+    assert decrypt.fired == ["Decrypt"]
+    assert failed.status == 500, failed.body
+    assert state(stack, project) == after
+    retry = forget(project, KEYED)
+    assert retry.body["replayed"] is True
+    assert_converged_by_the_retry(stack, reference, project, first=first, retry=retry, replies=replies)
 
 
 # -- 1. and 4. the purge: its writes failing, the function dying mid-run ----------------------------------

@@ -6,14 +6,16 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
+from kaibo_core.adapters import aws
 from kaibo_core.adapters.dynamodb_forget import DynamoForgetStore
 from kaibo_core.adapters.dynamodb_index import DynamoTermIndex
 from kaibo_core.adapters.dynamodb_ledger import DynamoLedgerStore
@@ -333,6 +335,7 @@ def forget_now(project: str, body: dict[str, Any]) -> Reply:
         timedelta(0),
         clock,
         finish=Purger(ledger_store, store, clock).apply,
+        salts=wiring.forget_salt_cipher(),
     )
     return call(
         "forget",
@@ -611,6 +614,7 @@ def forget_dying_after_its_entry(stack: Any, project: str, body: dict[str, Any])
         timedelta(days=1),
         clock,
         finish=Purger(ledger_store, store, clock).apply,
+        salts=wiring.forget_salt_cipher(),
     )
     return call(
         "forget",
@@ -739,6 +743,7 @@ def test_given_structuring_committing_while_a_forget_runs_then_what_it_made_is_f
         timedelta(0),
         lambda: datetime.now(UTC) - timedelta(seconds=1),
         finish=wiring.purger().apply,  # unkeyed: never called
+        salts=wiring.forget_salt_cipher(),  # unkeyed: never called
     )
 
     reply = call(
@@ -801,6 +806,7 @@ def keyed_service(clock: Any) -> ForgetService:
         timedelta(days=1),
         clock,
         finish=Purger(ledger_store, store, clock).apply,
+        salts=wiring.forget_salt_cipher(),
     )
 
 
@@ -1002,11 +1008,11 @@ def stored_strings(value: Any) -> Iterator[str]:
             yield from stored_strings(inner)
 
 
-def confirmed_guesses(stack: Any, guesses: dict[str, bytes]) -> list[str]:
+def confirmed_guesses(stack: Any, guesses: dict[str, bytes], known_salts: Iterable[str] = ()) -> list[str]:
     """The guesses that someone who reads every table can confirm: a stored salt (32 hex
-    characters) that, hashed with the guess, gives a digest stored too."""
+    characters), or one of ``known_salts``, that, hashed with the guess, gives a digest stored too."""
     strings = {text for items in every_item(stack).values() for text in stored_strings(items)}
-    salts = [text for text in strings if re.fullmatch("[0-9a-f]{32}", text)]
+    salts = [*(text for text in strings if re.fullmatch("[0-9a-f]{32}", text)), *known_salts]
     return sorted(
         name
         for name, guess in guesses.items()
@@ -1015,7 +1021,7 @@ def confirmed_guesses(stack: Any, guesses: dict[str, bytes]) -> list[str]:
     )
 
 
-def test_given_a_keyed_forget_purged_then_nothing_stored_confirms_a_guess_of_its_reason_or_subject(
+def test_given_a_keyed_forget_then_no_stored_salt_confirms_a_guess_of_its_reason_or_subject_before_its_purge(
     handler_env: Any,
 ) -> None:
     project = new_project()
@@ -1029,16 +1035,118 @@ def test_given_a_keyed_forget_purged_then_nothing_stored_confirms_a_guess_of_its
     forgotten = forget_now(project, body)
     assert forgotten.status == 200, forgotten.body
     assert forgotten.body["receipt"]["memoryIds"]
-    assert confirmed_guesses(handler_env, guesses)  # while the key is held, the check sees it: it can fail
+    salt = forgotten.body["reasonSalt"]
+    # The digests a guess is checked against are stored (the entry's, the key record's): with the
+    # salt the caller was answered, the check confirms both guesses, so it can fail.
+    assert confirmed_guesses(handler_env, guesses, [salt]) == sorted(guesses)
+    assert confirmed_guesses(handler_env, guesses) == []  # while the key is held: its salt is encrypted
+    assert forget_now(project, body).body["reasonSalt"] == salt  # and a retry still answers it
 
     run_purge()
 
+    assert confirmed_guesses(handler_env, guesses, [salt]) == ["reason"]  # the key's record is gone
     assert confirmed_guesses(handler_env, guesses) == []
     assert receipt(project, forgotten.body["receipt"]["id"]).body["state"] == "purged"
     again = forget_now(project, body)  # the key went with what it held: a new forget, of nothing left
     assert again.status == 200, again.body
     assert (again.body["replayed"], again.body["memories"]) == (False, [])
     assert [entry["id"] for entry in ledger(project).body["entries"]] == [forgotten.body["receipt"]["id"]]
+
+
+@contextmanager
+def kms_calls() -> Iterator[list[tuple[str, dict[str, str]]]]:
+    """The calls the container's KMS client makes meanwhile: (operation, encryption context)."""
+    client: Any = aws.kms_client()  # the botocore client: its events
+    seen: list[tuple[str, dict[str, str]]] = []
+
+    def record(params: dict[str, Any], model: Any, **_: Any) -> None:
+        seen.append((model.name, dict(params.get("EncryptionContext", {}))))
+
+    client.meta.events.register("provide-client-params.kms.*", record)
+    try:
+        yield seen
+    finally:
+        client.meta.events.unregister("provide-client-params.kms.*", record)
+
+
+def forget_key_record(stack: Any, project: str, idempotency_key: str) -> dict[str, Any]:
+    item: dict[str, Any] = stack.dynamodb.get_item(
+        TableName=stack.tables["LedgerTable"],
+        Key=key(storage_keys.forget_key_key(ProjectId(project), idempotency_key)),
+        ConsistentRead=True,
+    )["Item"]
+    return item
+
+
+def test_given_forgets_then_one_kms_encrypt_per_keyed_forget_one_decrypt_per_retry_and_none_without_a_key(
+    handler_env: Any,
+) -> None:
+    project = new_project()
+    remember_structured(
+        handler_env, project, "chat", "The locker code is 4471.", "Lunch with Dana on Friday."
+    )
+    body = {"query": "locker code", "reason": "r", "idempotencyKey": "k"}
+
+    with kms_calls() as unkeyed:
+        assert forget(project, {"query": "lunch Dana", "reason": "r"}).status == 200
+    with kms_calls() as first:
+        forgotten = forget(project, body)
+    with kms_calls() as retried:
+        again = forget(project, body)
+    with kms_calls() as reused:
+        refused = forget(project, {**body, "reason": "another reason"})
+
+    assert (forgotten.status, again.status, refused.status) == (200, 200, 409)
+    assert again.body["replayed"] is True
+    context = {"project": project, "purpose": "forget-key-salt", "attempt": forgotten.body["receipt"]["id"]}
+    assert unkeyed == []
+    assert first == [("Encrypt", context)]
+    assert retried == reused == [("Decrypt", context)]
+    record = forget_key_record(handler_env, project, "k")
+    assert "reasonSalt" not in record
+    assert forgotten.body["reasonSalt"] not in json.dumps(record)
+
+
+def test_given_a_kept_salt_s_ciphertext_then_it_decrypts_only_for_its_project_and_attempt(
+    handler_env: Any,
+) -> None:
+    salts, salt = wiring.forget_salt_cipher(), "5" * 32
+    sealed = salts.encrypt(ProjectId("prj_a"), "rcpt_1", salt)
+
+    assert salts.decrypt(ProjectId("prj_a"), "rcpt_1", sealed) == salt
+    for project, attempt in [("prj_b", "rcpt_1"), ("prj_a", "rcpt_2")]:
+        with pytest.raises(ClientError, match="InvalidCiphertext"):
+            salts.decrypt(ProjectId(project), attempt, sealed)
+    with pytest.raises(ClientError, match="InvalidCiphertext"):  # nor as a webhook's secret
+        wiring.webhook_cipher().decrypt("prj_a", "rcpt_1", sealed)
+
+
+def test_given_a_key_record_written_with_its_salt_in_clear_then_a_retry_still_replays_it(
+    handler_env: Any,
+) -> None:
+    """A record written before salts were encrypted (``reasonSalt`` in clear) answers its retries
+    alike until it expires, with no KMS call."""
+    project = new_project()
+    remember_structured(handler_env, project, "chat", "The locker code is 4471.")
+    body = {"query": "locker code", "reason": "r", "idempotencyKey": "k"}
+    first = forget(project, body)
+    assert first.status == 200, first.body
+    record = forget_key_record(handler_env, project, "k")
+    del record["reasonSaltCiphertext"]
+    handler_env.dynamodb.put_item(
+        TableName=handler_env.tables["LedgerTable"],
+        Item={**record, "reasonSalt": {"S": first.body["reasonSalt"]}},
+    )
+
+    with kms_calls() as made:
+        again = forget(project, body)
+        refused = forget(project, {**body, "reason": "another reason"})
+
+    assert again.status == 200, again.body
+    assert again.body["replayed"] is True
+    assert answer_of(again) == answer_of(first)
+    assert refused.status == 409, refused.body
+    assert made == []
 
 
 def test_given_a_forget_key_used_afresh_after_a_day_then_the_purge_of_its_first_forget_keeps_the_new_record(

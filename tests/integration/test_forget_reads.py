@@ -16,6 +16,7 @@ from kaibo_core.adapters.dynamodb_events import DynamoEventStore
 from kaibo_core.adapters.dynamodb_forget import DynamoForgetStore
 from kaibo_core.adapters.dynamodb_ledger import DynamoLedgerStore
 from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore
+from kaibo_core.adapters.kms_secrets import KmsSaltCipher
 from kaibo_core.core.errors import UnprocessableError
 from kaibo_core.core.forgetting import ForgetRequest
 from kaibo_core.core.indexing import DF_SHARDS
@@ -84,6 +85,7 @@ def dry_run(
         timedelta(days=1),
         lambda: NOW,
         finish=lambda entry: None,
+        salts=KmsSaltCipher(emulator_client("kms", aws_stack.endpoint_url), aws_stack.kms_key_id),
         **({} if max_candidates is None else {"max_candidates": max_candidates}),
     )
     reads = ReadsWithText() if reads is None else reads

@@ -144,6 +144,15 @@ class PurgeWorkList(Protocol):
     def mark_applied(self, entry: LedgerEntry) -> None: ...
 
 
+class SaltCipher(Protocol):
+    """Encrypts a keyed forget's reason salt for its record, and decrypts it for a replay
+    (KmsSaltCipher: the deployment's KMS key, the context ``salt_encryption_context``)."""
+
+    def encrypt(self, project: ProjectId, attempt_id: str, salt: str) -> str: ...
+
+    def decrypt(self, project: ProjectId, attempt_id: str, ciphertext: str) -> str: ...
+
+
 # --- Memories and the term index --------------------------------------------------------------------
 
 

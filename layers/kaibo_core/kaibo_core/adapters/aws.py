@@ -62,7 +62,8 @@ def sqs_client() -> SQSClient:
 
 @lru_cache(maxsize=1)
 def kms_client() -> KmsClient:
-    """KMS, for webhook signing secrets only (the functions that manage or deliver webhooks)."""
+    """KMS, for webhook signing secrets (the functions that manage or deliver webhooks) and the
+    reason salts keyed forgets keep (forget)."""
     return cast("KmsClient", botocore_session().create_client("kms", config=_CONFIG))
 
 

@@ -19,7 +19,9 @@ Layout (keys built only by kaibo_core.core.storage_keys):
   purge finishes its tombstones at its next run, long before the grace window ends.
 - Forget idempotency keys: ``pk = <project>#forgetkey#<key>``, ``sk = k``: what the keyed forget
   answered (``memories``: L of M ``id``, ``status``, ``type``, ``why``; ``eventIds``;
-  ``receiptId`` unless its set was empty), ``attemptId``, ``requestDigest``, ``reasonSalt``,
+  ``receiptId`` unless its set was empty), ``attemptId``, ``requestDigest``,
+  ``reasonSaltCiphertext`` (the reason's salt, KMS-encrypted by the forget service: base64; a
+  record written before salts were encrypted holds ``reasonSalt`` in clear instead, read alike),
   ``writtenAt`` and ``expiresAt`` (N, epoch seconds: the table's TTL attribute). Written in the
   append's transaction (``attribute_not_exists(pk) OR expiresAt <= :now``), so a key records at
   most one entry; an expired record is read as absent (TTL deletes it within days, not at once).
@@ -143,7 +145,7 @@ def keyed_item(project: ProjectId, keyed: KeyedForget) -> Item:
     item: Item = {
         **key(storage_keys.forget_key_key(project, keyed.key)),
         "requestDigest": s(keyed.request_digest),
-        "reasonSalt": s(keyed.reason_salt),
+        **_salt_attribute(keyed),
         "attemptId": s(keyed.attempt_id),
         "memories": {
             "L": [
@@ -160,11 +162,20 @@ def keyed_item(project: ProjectId, keyed: KeyedForget) -> Item:
     return item
 
 
+def _salt_attribute(keyed: KeyedForget) -> Item:
+    if keyed.salt_ciphertext is not None:
+        return {"reasonSaltCiphertext": s(keyed.salt_ciphertext)}
+    assert keyed.clear_salt is not None
+    return {"reasonSalt": s(keyed.clear_salt)}
+
+
 def keyed_from_item(idempotency_key: str, item: dict[str, Any]) -> KeyedForget:
+    """Either shape: the salt encrypted, or in clear (a record written before salts were encrypted)."""
     return KeyedForget(
         key=idempotency_key,
         request_digest=item["requestDigest"]["S"],
-        reason_salt=item["reasonSalt"]["S"],
+        salt_ciphertext=item["reasonSaltCiphertext"]["S"] if "reasonSaltCiphertext" in item else None,
+        clear_salt=item["reasonSalt"]["S"] if "reasonSalt" in item else None,
         attempt_id=item["attemptId"]["S"],
         receipt_id=item["receiptId"]["S"] if "receiptId" in item else None,
         members=tuple(
@@ -523,7 +534,8 @@ class DynamoLedgerStore:
     def release_forget_key(self, entry: LedgerEntry) -> None:
         """Delete the record of the idempotency key ``entry``'s forget was sent under, if it is
         still that forget's (the key may have expired and been claimed again): it holds the
-        reason's salt beside digests of the request, which must not outlive the purge. Idempotent."""
+        reason's salt (encrypted; in clear in a record written before) beside digests of the
+        request, which must not outlive the purge. Idempotent."""
         if entry.forget_key is None:
             return
         try:

@@ -16,7 +16,8 @@ A real forget may carry an **idempotency key** (its own namespace per project, a
 remember's): its first answer is kept ``FORGET_KEY_TTL`` (``KeyedForget``, written in the ledger
 append's transaction), so a retry under the key gets that answer again instead of a second entry.
 A retry is recognised by a salted digest of the normalized request (``forget_request_digest``),
-never by the request kept in clear.
+never by the request kept in clear; the salt is kept encrypted (``KeyedForget.salt_ciphertext``),
+so that the record alone confirms no guess of the reason, the query or the subject.
 """
 
 from __future__ import annotations
@@ -128,22 +129,45 @@ class AnsweredMember:
     why: Why
 
 
+#: The encryption context's ``purpose`` of a kept reason salt: a ciphertext made for anything else
+#: with the same KMS key (a webhook's signing secret) does not decrypt as a salt, nor the reverse.
+FORGET_KEY_SALT_PURPOSE: Final = "forget-key-salt"
+
+
+def salt_encryption_context(project_id: str, attempt_id: str) -> dict[str, str]:
+    """What a kept salt's ciphertext is bound to: its project and its record's attempt (a random
+    receipt id). Never the idempotency key: KMS logs the context in clear (CloudTrail), and a key
+    is the caller's own text."""
+    return {"project": project_id, "purpose": FORGET_KEY_SALT_PURPOSE, "attempt": attempt_id}
+
+
 @dataclass(frozen=True, slots=True)
 class KeyedForget:
     """What a real forget under an idempotency key answered, kept to answer its retries alike.
 
     ``attempt_id`` is the receipt id that forget reserved (its entry's id when it wrote one), so
     that a write of its own, retried by the AWS SDK, is not taken for another call's.
+
+    The reason's salt is kept encrypted (``salt_ciphertext``, bound by
+    ``salt_encryption_context``): with it in clear, whoever reads the table could confirm a
+    guessed reason against the ledger's ``reasonDigest``, or a guessed request against
+    ``request_digest``. A record written before salts were encrypted holds it in clear
+    (``clear_salt``) and is read as it is until it expires. Exactly one of the two is set.
     """
 
     key: str
     request_digest: str
-    reason_salt: str
+    salt_ciphertext: str | None
     attempt_id: str
     receipt_id: str | None  # None: the set was empty, nothing was written but this record
     members: tuple[AnsweredMember, ...]
     event_ids: tuple[str, ...]
     written_at: int  # epoch seconds
+    clear_salt: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.salt_ciphertext is None) == (self.clear_salt is None):
+            raise ValueError("a kept forget holds its salt either encrypted or (written before) in clear")
 
     @property
     def expires_at(self) -> int:
@@ -207,9 +231,9 @@ def normalized_request(request: ForgetRequest) -> dict[str, Any]:
 
 
 def forget_request_digest(salt_hex: str, request: ForgetRequest) -> str:
-    """``sha256(salt || JCS(normalized request))``, hex: salted like the reason's digest, so that
-    the record kept for the key cannot confirm a guess of the reason or the query without the
-    salt kept beside it (which goes with the record)."""
+    """``sha256(salt || JCS(normalized request))``, hex: salted with the reason's salt, so that the
+    record kept for the key cannot confirm a guess of the reason, the query or the subject
+    without that salt, which the record keeps only encrypted."""
     return hashlib.sha256(bytes.fromhex(salt_hex) + canonicalize(normalized_request(request))).hexdigest()
 
 

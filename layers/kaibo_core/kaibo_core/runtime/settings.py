@@ -47,7 +47,8 @@ class Settings(BaseModel):
     #: reads); ``KAIBO_SDK_SPEEDUPS=0`` leaves plain botocore.
     sdk_speedups: bool = True
     #: Webhooks (docs/webhooks.md): subscriptions and outbox, the delivery queue and its DLQ, the
-    #: KMS key that encrypts signing secrets. Without a table, nothing emits webhook events.
+    #: KMS key that encrypts signing secrets (and the reason salts of keyed forgets' records,
+    #: docs/forget.md). Without a table, nothing emits webhook events.
     webhooks_table: str = ""
     webhook_queue_url: str = ""
     webhook_dead_letter_queue_url: str = ""

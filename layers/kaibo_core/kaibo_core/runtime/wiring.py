@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore
     from kaibo_core.adapters.dynamodb_projects import DynamoProjectStore
     from kaibo_core.adapters.dynamodb_webhooks import DynamoWebhookStore
-    from kaibo_core.adapters.kms_secrets import KmsSecretCipher
+    from kaibo_core.adapters.kms_secrets import KmsSaltCipher, KmsSecretCipher
     from kaibo_core.adapters.sqs_jobs import SqsJobQueue
     from kaibo_core.adapters.sqs_webhooks import SqsWebhookQueue
     from kaibo_core.adapters.webhook_outbox import WebhookOutbox
@@ -234,7 +234,16 @@ def forget_service() -> ForgetService:
         timedelta(seconds=settings.purge_grace_seconds),
         utc_now,
         finish=Purger(ledger, store, utc_now).apply,
+        salts=forget_salt_cipher(),
     )
+
+
+def forget_salt_cipher() -> KmsSaltCipher:
+    """The reason salts keyed forgets keep, encrypted with the webhook secrets' KMS key."""
+    from kaibo_core.adapters import aws
+    from kaibo_core.adapters.kms_secrets import KmsSaltCipher
+
+    return KmsSaltCipher(aws.kms_client(), get_settings().webhook_key_id)
 
 
 @lru_cache(maxsize=1)

@@ -19,7 +19,9 @@ Under an **idempotency key**, the first call's answer is kept with the key (FORG
 claimed in the ledger append's transaction: a key records at most one entry. A retry reads it
 first and answers alike (``replayed``), after finishing the tombstones if the first call died
 after its entry (what the purge would do a few minutes later); a call that loses the race for the
-key to a concurrent one answers that one's answer.
+key to a concurrent one answers that one's answer. The record keeps the reason's salt encrypted
+(``SaltCipher``: one KMS Encrypt per keyed forget, before anything is written; one Decrypt per
+call that finds the key held); a forget without a key makes no KMS call.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ from kaibo_core.core.models.memories import MemoryRecord, SourceEventRef
 from kaibo_core.core.provisional import provisional_memory_id
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.text import query_terms
-from kaibo_core.ports import DeletionLedger, EventPages
+from kaibo_core.ports import DeletionLedger, EventPages, SaltCipher
 
 #: Events read per page when a whole stream is forgotten.
 STREAM_PAGE: Final = 1000
@@ -99,12 +101,15 @@ class ForgetService:
         clock: Callable[[], datetime],
         *,
         finish: Callable[[LedgerEntry], None],
+        salts: SaltCipher,
         max_candidates: int = MAX_FORGET_CANDIDATES,
     ) -> None:
         """``finish``: the purge's own completion of a forget that died after its entry
         (``Purger.apply``), run when a retry under the same key finds its entry unapplied.
-        ``max_candidates``: the most memories a ``query`` or ``subject`` may resolve through."""
+        ``salts``: encrypts the reason's salt a keyed forget's record keeps, and decrypts it for
+        a retry. ``max_candidates``: the most memories a ``query`` or ``subject`` may resolve through."""
         self._max_candidates = max_candidates
+        self._salts = salts
         self._memories = memories
         self._events = events
         self._ledger = ledger
@@ -323,7 +328,7 @@ class ForgetService:
         now = self._clock()
         salt = new_reason_salt()
         receipt_id = new_receipt_id()
-        keyed = self._keyed(request, found, salt, receipt_id, receipted=True)
+        keyed = self._keyed(project, request, found, salt, receipt_id, receipted=True)
         try:
             receipt = self._ledger.append(
                 project,
@@ -356,14 +361,24 @@ class ForgetService:
     # -- idempotency keys ---------------------------------------------------------------------------
 
     def _keyed(
-        self, request: ForgetRequest, found: ForgetSet, salt: str, attempt_id: str, *, receipted: bool
+        self,
+        project: ProjectId,
+        request: ForgetRequest,
+        found: ForgetSet,
+        salt: str,
+        attempt_id: str,
+        *,
+        receipted: bool,
     ) -> KeyedForget | None:
+        """The record to keep under the request's key (None without one), its salt encrypted:
+        in clear beside the request's digest and the entry's reason digest, it would let whoever
+        reads the table confirm a guessed reason, query or subject."""
         if request.idempotency_key is None:
             return None
         return KeyedForget(
             key=request.idempotency_key,
             request_digest=forget_request_digest(salt, request),
-            reason_salt=salt,
+            salt_ciphertext=self._salts.encrypt(project, attempt_id, salt),
             attempt_id=attempt_id,
             receipt_id=attempt_id if receipted else None,
             members=answered_members(found),
@@ -374,7 +389,7 @@ class ForgetService:
     def _nothing_found(self, project: ProjectId, request: ForgetRequest, found: ForgetSet) -> ForgetOutcome:
         """An empty set writes no entry; under a key, its answer is kept all the same, so that a
         retry answers it again rather than what the selector may match by then."""
-        keyed = self._keyed(request, found, new_reason_salt(), new_receipt_id(), receipted=False)
+        keyed = self._keyed(project, request, found, new_reason_salt(), new_receipt_id(), receipted=False)
         if keyed is None:
             return ForgetOutcome(found, dry_run=False)
         try:
@@ -396,7 +411,8 @@ class ForgetService:
     def _replay(self, project: ProjectId, request: ForgetRequest, kept: KeyedForget) -> ForgetOutcome:
         """The answer kept for the key, if this is the same request; its tombstones finished first
         if the call that wrote it died after its entry."""
-        if forget_request_digest(kept.reason_salt, request) != kept.request_digest:
+        salt = self._kept_salt(project, kept)
+        if forget_request_digest(salt, request) != kept.request_digest:
             raise ConflictError(
                 "idempotency_key_reused",
                 f"idempotencyKey {kept.key!r} was used by another forget of this project (another "
@@ -416,10 +432,16 @@ class ForgetService:
             ForgetSet((), ()),
             dry_run=False,
             receipt=receipt,
-            reason_salt=kept.reason_salt if receipt is not None else None,
+            reason_salt=salt if receipt is not None else None,
             replayed=True,
             replay=kept,
         )
+
+    def _kept_salt(self, project: ProjectId, kept: KeyedForget) -> str:
+        if kept.salt_ciphertext is not None:
+            return self._salts.decrypt(project, kept.attempt_id, kept.salt_ciphertext)
+        assert kept.clear_salt is not None  # a record written before salts were encrypted
+        return kept.clear_salt
 
     def _epoch(self) -> int:
         return int(self._clock().timestamp())
