@@ -511,7 +511,7 @@ def test_given_a_dry_run_when_the_answer_is_yes_then_the_set_is_forgotten_with_i
     assert "forgotten: 2 memories tombstoned; the payloads of 1 event are purged after " in out
     assert json.loads(out[out.index("receipt:\n") + 9 : out.index("reasonSalt:")]) == receipt5
     assert f"reasonSalt: {REASON_SALT}" in out.splitlines()
-    assert "the reasonSalt is shown once" in result.stderr
+    assert "the reasonSalt is shown once and Kaibo does not keep it" in result.stderr
     assert f"kaibo verify --receipt {receipt5['id']}" in result.stderr
     assert receipt5["reasonDigest"] == reason_digest(REASON_SALT, "user asked")
 
@@ -586,6 +586,9 @@ def test_given_an_idempotency_key_when_forgetting_then_the_real_call_carries_it_
         "previewToken": stub.preview_token,
         "idempotencyKey": "erase-ticket-8812",
     }
+    # and the warning says the salt is kept for retries, not "not kept"
+    assert "Kaibo keeps it, encrypted, only so that a retry under this idempotency key" in result.stderr
+    assert "does not keep it" not in result.stderr
 
 
 def test_given_a_keyed_forget_whose_answer_is_lost_then_it_is_resent_and_answered_once(stub: Stub) -> None:

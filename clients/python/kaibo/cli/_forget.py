@@ -180,10 +180,10 @@ def forget(
             "to see the new set."
         )
         return EXIT_USAGE
-    return _show_forgotten(answer, json_output)
+    return _show_forgotten(answer, json_output, keyed=idempotency_key is not None)
 
 
-def _show_forgotten(answer: dict[str, Any], json_output: bool) -> int:
+def _show_forgotten(answer: dict[str, Any], json_output: bool, *, keyed: bool) -> int:
     receipt, salt = answer.get("receipt"), answer.get("reasonSalt")
     if json_output:
         out.print_json(answer)
@@ -205,9 +205,15 @@ def _show_forgotten(answer: dict[str, Any], json_output: bool) -> int:
         out.line("receipt:")
         out.show_json(receipt)
         out.line(f"reasonSalt: {out.plain(salt)}")
+    kept = (
+        "Kaibo keeps it, encrypted, only so that a retry under this idempotency key gets it again "
+        "(24 hours at most, or until the purge)"
+        if keyed
+        else "Kaibo does not keep it"
+    )
     out.warning(
-        "warning: the reasonSalt is shown once and Kaibo does not keep it: with the reason, it "
-        "reproduces the receipt's reasonDigest. Store it now, with the receipt."
+        f"warning: the reasonSalt is shown once and {kept}: with the reason, it reproduces the "
+        "receipt's reasonDigest. Store it now, with the receipt."
     )
     out.note(f"check the erasure any time: kaibo verify --receipt {out.plain(receipt.get('id'))}")
     return EXIT_OK
