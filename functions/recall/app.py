@@ -24,6 +24,7 @@ from kaibo_core.api import mapping
 from kaibo_core.api.models import RecallRequest, RecallResponse
 from kaibo_core.core.models.recall import RecallAnswer
 from kaibo_core.runtime import wiring
+from kaibo_core.runtime.deadlines import within_remaining_time
 from kaibo_core.runtime.http import create_resolver, injected, principal, resolve, responses
 from kaibo_core.runtime.observability import logger
 from kaibo_core.runtime.streaming import SseWriter, response_stream, wants_event_stream
@@ -100,6 +101,7 @@ def recall(request: Annotated[RecallRequest, Body()]) -> RecallResponse | str:
 
 @cold_start.resume_collector_after_first_invocation
 @logger.inject_lambda_context(log_event=False)
+@within_remaining_time
 def lambda_handler(
     event: dict[str, Any], context: LambdaContext, service: RecallService | None = None
 ) -> dict[str, Any]:

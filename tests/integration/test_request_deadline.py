@@ -1,6 +1,7 @@
 """One deadline per invocation for every retry loop in it (kaibo_core/core/deadline.py): a request
-whose transaction keeps racing answers 429 with Retry-After while its Lambda time has the reserve
-left, not Lambda's timeout (API Gateway's 502/504).
+whose transaction keeps racing, or whose batch read DynamoDB keeps throttling, answers 429 with
+Retry-After while its Lambda time has the reserve left, not Lambda's timeout (API Gateway's
+502/504); a background function's job fails in time for its queue to retry it.
 
 The invocation's time passes only when the code under test sleeps (``InvocationClock``), and each
 backoff is its longest (the jitter's upper bound): no real waits, no wall-clock luck."""
@@ -14,14 +15,20 @@ from typing import Any
 
 import pytest
 
+from kaibo_core.adapters.dynamodb_events import DynamoEventLocator, DynamoEventStore
+from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore, memory_item
 from kaibo_core.adapters.dynamodb_webhooks import DynamoWebhookStore
 from kaibo_core.core import backoff, deadline
-from kaibo_core.core.limits import TRANSACTION_RACE_ATTEMPTS
+from kaibo_core.core.errors import TooManyRequestsError
+from kaibo_core.core.limits import BATCH_GET_ROUNDS, TRANSACTION_RACE_ATTEMPTS
+from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.runtime import wiring
 from kaibo_core.runtime.settings import get_settings
+from kaibo_core.services.memories import MemoriesService
 from kaibo_core.services.webhooks import WebhooksService
 from tests.fixtures.faults import Fault, FaultInjector, both, mentions, touches
 from tests.integration.api import FakeLambdaContext, Reply, call, project_context
+from tests.integration.test_memory_index import memory
 from tests.integration.test_remember_api import new_project
 
 #: Calls a fault answers when it is meant to outlast every retry of the request.
@@ -141,3 +148,100 @@ def test_without_a_lambda_context_clock_the_retries_keep_their_own_limits() -> N
         assert deadline.time_for(1.4)  # 2 s less the reserve (0.5 s)
         assert not deadline.time_for(1.5)
     assert deadline.time_for(3600.0)
+
+
+# --- BatchGetItem's unprocessed keys ----------------------------------------------------------------
+
+
+def throttled_reads(project: str) -> Fault:
+    """Every BatchGetItem of the project's keys leaves them all unprocessed, as a throttled table
+    answers."""
+    return Fault("BatchGetItem", "unprocessed", times=KEEPS_RACING, when=mentions(project))
+
+
+def test_a_batch_read_throttled_past_the_invocations_time_answers_429_with_the_reserve_left(
+    webhook_env: Any, faults: FaultInjector
+) -> None:
+    """explain reads a memory's earlier version with BatchGetItem; DynamoDB keeps its key
+    unprocessed, and the backoffs between rounds (10, 20, 40, 80, 160 ms, then 320) would outlast
+    the function's 500 ms: it stops while its reserve (125 ms) is still there."""
+    project = ProjectId(new_project())
+    settings = get_settings()
+    later = memory(project, 2, "the release is on July 17", status="active", replaces=f"mem_{1:026d}")
+    wiring.dynamodb().put_item(TableName=settings.memories_table, Item=memory_item(later, dl=2))
+    clock = InvocationClock(timeout_ms=500)
+    store = DynamoMemoryStore(
+        wiring.dynamodb(), settings.memories_table, settings.index_table, sleep=clock.sleep
+    )
+    fault = faults.add(throttled_reads(project))
+
+    busy = call(
+        "memories",
+        "POST",
+        "/v1/explain",
+        body={"memoryId": later.id},
+        context=project_context(project, "read"),
+        services={"memories": MemoriesService(store)},
+        lambda_context=ClockedContext(clock=clock),
+    )
+
+    assert (busy.status, busy.body["error"]["code"]) == (429, "table_busy")
+    assert busy.headers["Retry-After"] == "1"
+    assert clock.remaining_ms() >= deadline.reserve_for(0.5) * 1000, clock.slept
+    assert 1 < len(fault.fired) < BATCH_GET_ROUNDS  # retried, then stopped by the deadline
+
+
+def test_a_jobs_events_read_throttled_past_the_invocations_time_fails_in_time(
+    webhook_env: Any, faults: FaultInjector
+) -> None:
+    """The structure function reads a job's events with BatchGetItem: kept unprocessed, the read
+    gives up with the reserve left (the job fails, for SQS to retry) instead of asking again until
+    Lambda stops the function."""
+    project = ProjectId(new_project())
+    settings = get_settings()
+    clock = InvocationClock(timeout_ms=500)
+    events = DynamoEventStore(
+        wiring.dynamodb(), settings.events_table, settings.idempotency_table, sleep=clock.sleep
+    )
+    fault = faults.add(throttled_reads(project))
+
+    with deadline.bounded_by(clock.remaining_ms), pytest.raises(TooManyRequestsError) as busy:
+        events.get_events(project, [("chat-1", 1), ("chat-1", 2)])
+
+    assert busy.value.code == "table_busy"
+    assert clock.remaining_ms() >= deadline.reserve_for(0.5) * 1000, clock.slept
+    assert 1 < len(fault.fired) < BATCH_GET_ROUNDS
+
+
+def test_without_a_deadline_a_throttled_events_read_ends_after_its_rounds(
+    webhook_env: Any, faults: FaultInjector
+) -> None:
+    project = ProjectId(new_project())
+    settings = get_settings()
+    events = DynamoEventStore(
+        wiring.dynamodb(), settings.events_table, settings.idempotency_table, sleep=lambda _: None
+    )
+    fault = faults.add(throttled_reads(project))
+
+    with pytest.raises(TooManyRequestsError, match="throttled"):
+        events.get_events(project, [("chat-1", 1)])
+
+    assert len(fault.fired) == BATCH_GET_ROUNDS
+
+
+def test_recalls_context_read_throttled_near_the_deadline_does_without_it(
+    webhook_env: Any, faults: FaultInjector
+) -> None:
+    """Recall's context (neighbouring events) is optional: kept unprocessed, its read stops
+    waiting before the deadline and recall goes on without it (no error)."""
+    project = ProjectId(new_project())
+    clock = InvocationClock(timeout_ms=150)
+    locator = DynamoEventLocator(wiring.dynamodb(), get_settings().events_table, sleep=clock.sleep)
+    fault = faults.add(throttled_reads(project))
+
+    with deadline.bounded_by(clock.remaining_ms):
+        found = locator.event_ids(project, [("chat-1", 1), ("chat-1", 2)])
+
+    assert found == {}
+    assert clock.remaining_ms() >= deadline.reserve_for(0.15) * 1000, clock.slept
+    assert len(fault.fired) > 1

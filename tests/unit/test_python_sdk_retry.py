@@ -24,7 +24,7 @@ def test_given_a_429_with_retry_after_then_it_is_waited_for_whether_or_not_idemp
     assert LOW.delay(0, api_error(429, retry_after=2.5), idempotent=idempotent) == 2.5
 
 
-@pytest.mark.parametrize("code", ["ledger_busy", "project_busy", "transaction_busy"])
+@pytest.mark.parametrize("code", ["ledger_busy", "project_busy", "table_busy", "transaction_busy"])
 def test_given_a_transaction_race_429_then_only_an_idempotent_call_is_retried(code: str) -> None:
     # The race may have outlasted a first attempt that committed (docs/api.md): sending a webhook
     # or project creation, or a forget without a key, again could do it twice.

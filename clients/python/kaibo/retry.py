@@ -4,10 +4,11 @@
   answers it before anything is written. The wait is its ``Retry-After``, or the backoff when it
   has none. A ``Retry-After`` longer than ``max_retry_after`` (a used-up quota: an hour) is final:
   the error is raised at once, its ``retry_after`` telling the caller when to come back.
-- Except a ``429`` for a transaction that kept racing (``RACE_CODES``): its first attempt may have
-  committed (docs/api.md, "Concurrent writers"), so, like a 5xx, it is retried only for an
-  idempotent call. Sent again, a webhook or project would be created twice, and a forget without
-  a key would answer an empty set instead of its receipt.
+- Except a ``429`` for a transaction that kept racing, or a read DynamoDB kept throttling
+  (``RACE_CODES``): a first attempt, or an earlier write of the call, may have committed
+  (docs/api.md, "Concurrent writers"), so, like a 5xx, it is retried only for an idempotent
+  call. Sent again, a webhook or project would be created twice, and a forget without a key
+  would answer an empty set instead of its receipt.
 - ``500``, ``502``, ``503``, ``504`` and connection failures (refused, reset, no answer line)
   are retried only for an idempotent call (``kaibo._http.is_idempotent``): the first attempt
   may have done its work, and only those calls can safely do it again.
@@ -31,9 +32,10 @@ MAX_RETRY_AFTER_SECONDS = 30.0
 #: Statuses retried for idempotent calls.
 RETRIED_SERVER_STATUSES = frozenset({500, 502, 503, 504})
 THROTTLED_STATUS = 429
-#: The 429 codes of a DynamoDB transaction race (``stream_busy`` is left out: remember is always
-#: idempotent, and its optimistic append loses without writing).
-RACE_CODES = frozenset({"ledger_busy", "project_busy", "transaction_busy"})
+#: The 429 codes of a DynamoDB transaction race, and of a throttled read that may follow a write
+#: (``stream_busy`` is left out: remember is always idempotent, and its optimistic append loses
+#: without writing).
+RACE_CODES = frozenset({"ledger_busy", "project_busy", "table_busy", "transaction_busy"})
 
 
 @dataclass(frozen=True)

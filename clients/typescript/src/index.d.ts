@@ -42,7 +42,7 @@ export interface KaiboOptions {
   apiKey?: string;
   /** The limit of each attempt of a call, in ms (default 30000). */
   timeoutMs?: number;
-  /** How often a call is retried (default 3): 429 always (a transaction race's, ledger_busy, project_busy, transaction_busy, when idempotent), 5xx and network errors when idempotent. */
+  /** How often a call is retried (default 3): 429 always (a transaction race's or a throttled read's, ledger_busy, project_busy, table_busy, transaction_busy, when idempotent), 5xx and network errors when idempotent. */
   maxRetries?: number;
   /** The fetch to use (default: the global one). */
   fetch?: typeof globalThis.fetch;

@@ -21,12 +21,13 @@ const MAX_JOB_POLL_MS = 2_000;
 /** Statuses retried for idempotent calls (429 is retried for every call, but for RACE_CODES). */
 const RETRIED_STATUSES = new Set([500, 502, 503, 504]);
 /**
- * 429 codes of a transaction that kept racing: its first attempt may have committed (docs/api.md),
+ * 429 codes of a transaction that kept racing, or of a throttled read after a write (table_busy):
+ * its first attempt, or the call's earlier write, may have committed (docs/api.md),
  * so, like a 5xx, they are retried for idempotent calls only (a webhook or project created twice,
  * an unkeyed forget answering an empty set instead of its receipt). remember's stream_busy is not
  * among them: remember is idempotent.
  */
-const RACE_CODES = new Set(["ledger_busy", "project_busy", "transaction_busy"]);
+const RACE_CODES = new Set(["ledger_busy", "project_busy", "table_busy", "transaction_busy"]);
 const JSON_TYPE = "application/json";
 const EVENT_STREAM_TYPE = "text/event-stream";
 const SELECTORS = ["memoryId", "query", "stream", "subject"];

@@ -220,6 +220,9 @@ describe("the client", () => {
     const unkeyed = scripted(busy("ledger_busy"));
     await assert.rejects(client(unkeyed.fetch).forget({ query: "release", reason: "asked" }), { code: "ledger_busy" });
     assert.equal(unkeyed.calls.length, 1);
+    const throttled = scripted(busy("table_busy"));
+    await assert.rejects(client(throttled.fetch).forget({ query: "release", reason: "asked" }), { code: "table_busy" });
+    assert.equal(throttled.calls.length, 1);
     const receipt = { dryRun: false, previewToken: "t", memories: [], eventIds: [], replayed: true };
     const keyed = scripted(busy("ledger_busy"), json(200, receipt));
     const answer = await client(keyed.fetch).forget({ query: "release", reason: "asked", idempotencyKey: "erase-1" });

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, Final
 from botocore.exceptions import ClientError
 
 from kaibo_core.adapters import dynamodb_values as values
+from kaibo_core.adapters.dynamodb_batch_reads import batch_get
 from kaibo_core.adapters.dynamodb_jobs import DynamoJobStore
-from kaibo_core.adapters.dynamodb_memories import conflict_backoff
 from kaibo_core.adapters.dynamodb_transactions import transact_write
 from kaibo_core.adapters.dynamodb_values import Item
 from kaibo_core.core import storage_keys
@@ -114,11 +114,13 @@ class DynamoEventStore:
         events_table: str,
         idempotency_table: str,
         jobs: DynamoJobStore | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._client = client
         self._events = events_table
         self._idempotency = idempotency_table
         self._jobs = jobs
+        self._sleep = sleep
 
     # -- writes ---------------------------------------------------------------------------------
 
@@ -275,17 +277,11 @@ class DynamoEventStore:
     def get_events(self, project: ProjectId, locations: Sequence[tuple[str, int]]) -> list[EventRecord]:
         """Events by (stream, seq), strongly consistent, in the order asked; missing ones skipped."""
         wanted = {(stream, seq) for stream, seq in locations}
-        found: dict[tuple[str, int], EventRecord] = {}
         keys = [_key(storage_keys.event_key(project, stream, seq)) for stream, seq in wanted]
-        while keys:
-            batch, keys = keys[:100], keys[100:]
-            request: dict[str, Any] = {self._events: {"Keys": batch, "ConsistentRead": True}}
-            while request:
-                response = self._client.batch_get_item(RequestItems=request)
-                for item in response.get("Responses", {}).get(self._events, []):
-                    record = record_from_item(item)
-                    found[(record.stream, record.seq)] = record
-                request = dict(response.get("UnprocessedKeys") or {})
+        items = batch_get(
+            self._client, self._events, keys, options={"ConsistentRead": True}, sleep=self._sleep
+        )
+        found = {(record.stream, record.seq): record for record in map(record_from_item, items)}
         return [found[loc] for loc in locations if loc in found]
 
     def page_events(
@@ -346,9 +342,8 @@ class DynamoEventStore:
         return heads, next_after
 
 
-#: Keys per BatchGetItem (DynamoDB's limit), and rounds of unprocessed keys retried before giving up
-#: (context is optional: what is still unprocessed then is a neighbour recall does without).
-_BATCH_GET_KEYS: Final = 100
+#: Rounds of unprocessed keys retried before giving up (context is optional: what is still
+#: unprocessed then, or when the invocation's time is short, is a neighbour recall does without).
 _BATCH_GET_ROUNDS: Final = 4
 
 
@@ -370,26 +365,21 @@ class DynamoEventLocator:
         self, project: ProjectId, locations: Sequence[tuple[str, int]]
     ) -> dict[tuple[str, int], str]:
         """The id of the event at each location that holds one (missing locations are left out)."""
-        found: dict[tuple[str, int], str] = {}
         prefix = storage_keys.events_pk(project, "")
         wanted = dict.fromkeys(locations)
         keys = [_key(storage_keys.event_key(project, stream, seq)) for stream, seq in wanted]
-        for start in range(0, len(keys), _BATCH_GET_KEYS):
-            pending: dict[str, Any] = {
-                self._events: {
-                    "Keys": keys[start : start + _BATCH_GET_KEYS],
-                    "ProjectionExpression": "pk, seq, #id",
-                    "ExpressionAttributeNames": {"#id": "id"},
-                }
-            }
-            for attempt in range(_BATCH_GET_ROUNDS):
-                response = self._reads.batch_get_item(RequestItems=pending)
-                for item in response.get("Responses", {}).get(self._events, []):
-                    if "id" in item:  # not a stream head
-                        stream = item["pk"]["S"].removeprefix(prefix)
-                        found[(stream, int(item["seq"]["N"]))] = item["id"]["S"]
-                pending = dict(response.get("UnprocessedKeys") or {})
-                if not pending:
-                    break
-                self._sleep(conflict_backoff(attempt))
-        return found
+        options = {"ProjectionExpression": "pk, seq, #id", "ExpressionAttributeNames": {"#id": "id"}}
+        items = batch_get(
+            self._reads,
+            self._events,
+            keys,
+            options=options,
+            rounds=_BATCH_GET_ROUNDS,
+            partial=True,
+            sleep=self._sleep,
+        )
+        return {
+            (item["pk"]["S"].removeprefix(prefix), int(item["seq"]["N"])): item["id"]["S"]
+            for item in items
+            if "id" in item  # not a stream head
+        }

@@ -34,11 +34,12 @@ from __future__ import annotations
 import contextvars
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import ClientError
 
 from kaibo_core.adapters.aws import io_pool
+from kaibo_core.adapters.dynamodb_batch_reads import batch_get
 from kaibo_core.adapters.dynamodb_transactions import transact_write
 from kaibo_core.adapters.dynamodb_values import Item, key, n, s, string_list, strings
 from kaibo_core.core import storage_keys
@@ -66,9 +67,6 @@ if TYPE_CHECKING:
 
     from kaibo_core.adapters.sdk_speedups.direct_reads import DirectDynamoReads
 
-#: BatchGetItem rounds for keys DynamoDB left unprocessed (throttling) before giving up.
-MAX_BATCH_GET_ROUNDS: Final = 8
-BATCH_GET_KEYS: Final = 100
 #: The memory item's attribute recording its postings (``kaibo_core.core.indexing.postings_record``:
 #: their side, and the end and successor they carry): written with the item, changed when they move
 #: or are written again. Absent on items written before it existed; the side alone on items written
@@ -447,24 +445,12 @@ class DynamoMemoryStore:
     def _batch_get_keys(
         self, table: str, item_keys: Sequence[dict[str, str]], projection: str | None
     ) -> list[dict[str, Any]]:
-        """The items of ``table`` at ``item_keys`` that exist (strongly consistent, unprocessed
-        keys retried)."""
+        """The items of ``table`` at ``item_keys`` that exist (strongly consistent; unprocessed keys
+        retried, ``table_busy`` when they outlast the retries or the invocation's time)."""
+        options: dict[str, Any] = {"ConsistentRead": True}
+        if projection:
+            options["ProjectionExpression"] = projection
+            if "#status" in projection:
+                options["ExpressionAttributeNames"] = {"#status": "status"}
         keys = [key(item_key) for item_key in item_keys]
-        items: list[dict[str, Any]] = []
-        for start in range(0, len(keys), BATCH_GET_KEYS):
-            request: dict[str, Any] = {"Keys": keys[start : start + BATCH_GET_KEYS], "ConsistentRead": True}
-            if projection:
-                request["ProjectionExpression"] = projection
-                if "#status" in projection:
-                    request["ExpressionAttributeNames"] = {"#status": "status"}
-            pending: dict[str, Any] = {table: request}
-            for attempt in range(MAX_BATCH_GET_ROUNDS):
-                response = self._reads.batch_get_item(RequestItems=pending)
-                items.extend(cast("list[dict[str, Any]]", response.get("Responses", {}).get(table, [])))
-                pending = dict(response.get("UnprocessedKeys") or {})
-                if not pending:
-                    break
-                self._sleep(conflict_backoff(attempt))
-            else:
-                raise RuntimeError("BatchGetItem left keys unprocessed after retries (throttled)")
-        return items
+        return batch_get(self._reads, table, keys, options=options, sleep=self._sleep)

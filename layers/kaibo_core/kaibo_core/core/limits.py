@@ -59,6 +59,14 @@ TRANSACTION_RACE_BACKOFF_CAP_SECONDS = 0.5
 #: What a 429 for such a race asks the caller to wait.
 TRANSACTION_RACE_RETRY_AFTER_SECONDS = 1
 
+#: Keys a BatchGetItem leaves unprocessed (a throttled table or partition) are asked again, in at
+#: most this many rounds in all with full-jitter backoff from the base to the cap; then the request
+#: answers ``429 table_busy`` with this Retry-After.
+BATCH_GET_ROUNDS = 8
+BATCH_GET_BACKOFF_BASE_SECONDS = 0.01
+BATCH_GET_BACKOFF_CAP_SECONDS = 0.5
+BATCH_GET_RETRY_AFTER_SECONDS = 1
+
 #: Every retry loop of an invocation stops this long before the function's time runs out (or, for
 #: an invocation shorter than 6 s, this fraction of its time): what is left writes the 429 answer,
 #: or fails the job for SQS or EventBridge to retry (core/deadline.py).
