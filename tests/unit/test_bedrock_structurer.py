@@ -9,9 +9,12 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError, ReadTimeoutError
 from botocore.stub import ANY, Stubber
 
-from kaibo_core.adapters.bedrock_structurer import BedrockStructurer
+from kaibo_core.adapters.bedrock_structurer import READ_TIMEOUTS_SECONDS, BedrockStructurer
+from kaibo_core.core import deadline
+from kaibo_core.core.deadline import OutOfTimeError
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.structuring.drafts import (
     MAX_DRAFTS_PER_EVENT,
@@ -501,3 +504,111 @@ def test_given_the_model_refuses_one_event_of_a_job_then_the_job_s_stats_count_o
     assert (stats.events, stats.fallbacks) == (2, 1)
     assert stats.counts()["fallbacks"] == 1
     assert len(fallback.calls) == 1
+
+
+# --- the invocation's deadline (core/deadline.py) ----------------------------------------------------
+
+
+class TimedClient:
+    """A bedrock-runtime client with its read timeout: answers ``answer``, or raises it."""
+
+    def __init__(self, read_timeout: int, answer: Any) -> None:
+        self.read_timeout = read_timeout
+        self.answer = answer
+        self.calls = 0
+
+    def converse(self, **request: Any) -> dict[str, Any]:
+        self.calls += 1
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return dict(self.answer)
+
+
+class ClientsByReadTimeout:
+    """``client_with_read_timeout``: one TimedClient per timeout asked, all answering ``answer``."""
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+        self.made: dict[int, TimedClient] = {}
+
+    def __call__(self, read_timeout: int) -> Any:
+        return self.made.setdefault(read_timeout, TimedClient(read_timeout, self.answer))
+
+
+def near_the_deadline(
+    answer: Any, fallback: FakeFallback
+) -> tuple[BedrockStructurer, TimedClient, ClientsByReadTimeout]:
+    longest = TimedClient(READ_TIMEOUTS_SECONDS[0], answer)
+    shorter = ClientsByReadTimeout(answer)
+    structurer = BedrockStructurer(
+        longest,  # type: ignore[arg-type]
+        MODEL_ID,
+        fallback,
+        sleep=lambda _: None,
+        client_with_read_timeout=shorter,
+    )
+    return structurer, longest, shorter
+
+
+def test_given_20_seconds_left_then_the_call_reads_for_15_at_most(fallback: FakeFallback) -> None:
+    """20 s left less the reserve (1.5 s): the longest read timeout that fits with the connect
+    timeout (2 s) is 15 s, not the client's 60."""
+    structurer, longest, shorter = near_the_deadline(tool_response({"drafts": [draft()]}), fallback)
+
+    with deadline.bounded_by(lambda: 20_000):
+        drafts = structurer.structure(event(), Search())
+
+    assert len(drafts) == 1
+    assert (longest.calls, {t: c.calls for t, c in shorter.made.items()}) == (0, {15: 1})
+
+
+def test_given_time_enough_then_the_call_reads_for_the_longest_timeout(fallback: FakeFallback) -> None:
+    structurer, longest, shorter = near_the_deadline(tool_response({"drafts": [draft()]}), fallback)
+
+    with deadline.bounded_by(lambda: 300_000):
+        structurer.structure(event(), Search())
+
+    assert (longest.calls, shorter.made) == (1, {})
+
+
+def test_given_a_call_cut_short_by_the_deadline_then_the_job_fails_instead_of_falling_back(
+    fallback: FakeFallback,
+) -> None:
+    """The rules' plan would be the event's for good (the first plan stored wins): the job fails
+    and SQS redelivers it to an invocation with time for the model."""
+    timed_out = ReadTimeoutError(endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com")
+    structurer, _, shorter = near_the_deadline(timed_out, fallback)
+
+    with deadline.bounded_by(lambda: 20_000), pytest.raises(OutOfTimeError):
+        structurer.structure(event(), Search())
+
+    assert ({t: c.calls for t, c in shorter.made.items()}, fallback.calls) == ({15: 1}, [])
+
+
+def test_given_too_little_time_for_any_call_then_none_starts(fallback: FakeFallback) -> None:
+    """5 s left less the reserve is 3.5 s: not even the connect timeout and the shortest read (4 s)."""
+    structurer, longest, shorter = near_the_deadline(tool_response({"drafts": [draft()]}), fallback)
+
+    with deadline.bounded_by(lambda: 5_000), pytest.raises(OutOfTimeError):
+        structurer.structure(event(), Search())
+
+    assert (longest.calls, shorter.made, fallback.calls) == (0, {}, [])
+
+
+def test_given_no_time_for_the_backoff_then_no_second_call(fallback: FakeFallback) -> None:
+    """The first call is throttled after using up the time: asking again would pass the deadline."""
+    remaining = {"ms": 300_000}
+    throttled = ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "Converse")
+
+    class SlowThrottledClient(TimedClient):
+        def converse(self, **request: Any) -> dict[str, Any]:
+            remaining["ms"] = 1_600  # the call took nearly all of the invocation's time
+            return super().converse(**request)
+
+    slow = SlowThrottledClient(READ_TIMEOUTS_SECONDS[0], throttled)
+    structurer = BedrockStructurer(slow, MODEL_ID, fallback, sleep=lambda _: None)  # type: ignore[arg-type]
+
+    with deadline.bounded_by(lambda: remaining["ms"]), pytest.raises(OutOfTimeError):
+        structurer.structure(event(), Search())
+
+    assert (slow.calls, fallback.calls) == (1, [])

@@ -3,6 +3,13 @@
 The model only proposes: ``kaibo_core.core.structuring.model_output`` validates its answer
 and applies the safety rules. Any failure the model cannot fix by being asked again
 ends in the fallback structurer (the rules), so an event is always structured.
+
+Each call ends before the invocation's deadline (``core/deadline.py``): its read timeout is the
+longest of ``READ_TIMEOUTS_SECONDS`` that fits in the time left (a client per timeout, made once),
+and no call or retry starts without one that fits. Out of time, or cut short by such a shorter
+timeout, the structurer raises ``OutOfTimeError`` instead of falling back: the job fails and SQS
+redelivers it, so the model answers the event in a later invocation (the first plan stored for an
+event is kept, so the rules would answer it for good).
 Never log event or memory text here: only ids, counts and error codes.
 """
 
@@ -18,11 +25,13 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from aws_lambda_powertools import Logger
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError, ReadTimeoutError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 from pydantic import ValidationError
 
 from kaibo_core.adapters.aws import botocore_session
+from kaibo_core.core import deadline as invocation
+from kaibo_core.core.deadline import OutOfTimeError
 from kaibo_core.core.structuring.drafts import (
     MAX_CANDIDATES,
     CandidateSearch,
@@ -62,6 +71,13 @@ RETRYABLE_ERROR_CODES: Final = frozenset(
 )
 #: The search query is the event's text, cut to this many characters.
 MAX_QUERY_CHARS: Final = 1000
+#: A call's connect timeout, and the read timeouts it may have, longest first: generation of a few
+#: thousand tokens can take tens of seconds; a call near the deadline gets the longest that fits.
+CONNECT_TIMEOUT_SECONDS: Final = 2
+READ_TIMEOUTS_SECONDS: Final = (60, 30, 15, 8, 4, 2)
+
+#: A bedrock-runtime client whose read timeout is the given seconds (one of READ_TIMEOUTS_SECONDS).
+ClientWithReadTimeout = Callable[[int], "BedrockRuntimeClient"]
 
 
 @dataclass(slots=True)
@@ -91,7 +107,10 @@ class BedrockStructurer:
         candidates_per_event: int = MAX_CANDIDATES,
         retry_delay: float = 0.2,
         sleep: Callable[[float], None] = time.sleep,
+        client_with_read_timeout: ClientWithReadTimeout | None = None,
     ) -> None:
+        """``client`` has the longest read timeout; ``client_with_read_timeout`` gives one with a
+        shorter timeout, for the calls near the deadline (without it, ``client`` makes them)."""
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
         self._client = client
@@ -102,6 +121,7 @@ class BedrockStructurer:
         self._candidates_per_event = max(0, min(candidates_per_event, MAX_CANDIDATES))
         self._retry_delay = retry_delay
         self._sleep = sleep
+        self._client_with_read_timeout = client_with_read_timeout
         self.stats = StructurerStats()
 
     @property
@@ -120,9 +140,12 @@ class BedrockStructurer:
         for attempt in range(1, self._max_attempts + 1):
             if attempt > 1:
                 self.stats.retries += 1
+            client, shortened = self._client_in_time()
             try:
-                response = self._converse(request)
+                response = self._converse(client, request)
             except (ClientError, BotoCoreError) as exc:
+                if shortened and isinstance(exc, ReadTimeoutError):
+                    raise OutOfTimeError("the invocation's deadline cut the Bedrock call short") from exc
                 code, retryable = _failure(exc)
                 if not retryable:
                     return self._fall_back(event, search, reason=code)
@@ -158,9 +181,22 @@ class BedrockStructurer:
             "inferenceConfig": {"maxTokens": self._max_tokens, "temperature": 0},
         }
 
-    def _converse(self, request: ConverseRequestTypeDef) -> ConverseResponseTypeDef:
+    def _client_in_time(self) -> tuple[BedrockRuntimeClient, bool]:
+        """The client for the next call, and whether its read timeout is shorter than the longest
+        (for the call to end before the deadline). OutOfTimeError when none fits."""
+        left = invocation.seconds_within(CONNECT_TIMEOUT_SECONDS + READ_TIMEOUTS_SECONDS[0])
+        fits = [timeout for timeout in READ_TIMEOUTS_SECONDS if CONNECT_TIMEOUT_SECONDS + timeout <= left]
+        if not fits:
+            raise OutOfTimeError("too little of the invocation is left for a Bedrock call")
+        if fits[0] == READ_TIMEOUTS_SECONDS[0] or self._client_with_read_timeout is None:
+            return self._client, False
+        return self._client_with_read_timeout(fits[0]), True
+
+    def _converse(
+        self, client: BedrockRuntimeClient, request: ConverseRequestTypeDef
+    ) -> ConverseResponseTypeDef:
         self.stats.calls += 1
-        response = self._client.converse(**request)
+        response = client.converse(**request)
         usage = response.get("usage")
         if usage:
             self.stats.input_tokens += int(usage.get("inputTokens", 0))
@@ -169,7 +205,10 @@ class BedrockStructurer:
 
     def _back_off(self, attempt: int) -> None:
         if attempt < self._max_attempts and self._retry_delay > 0:
-            self._sleep(self._retry_delay * attempt * (0.5 + random.random()))
+            wait = self._retry_delay * attempt * (0.5 + random.random())
+            if not invocation.time_for(wait):
+                raise OutOfTimeError("too little of the invocation is left to ask Bedrock again")
+            self._sleep(wait)
 
     def _fall_back(self, event: EventToStructure, search: CandidateSearch, reason: str) -> list[MemoryDraft]:
         self.stats.fallbacks += 1
@@ -215,16 +254,17 @@ def _json_object(text: str) -> Mapping[str, Any]:
 
 
 #: One attempt per botocore call: ``BedrockStructurer`` retries itself and counts each call.
-#: Generation of a few thousand tokens can take tens of seconds.
 _BEDROCK_CONFIG = Config(
     retries={"mode": "standard", "total_max_attempts": 1},
-    connect_timeout=2,
-    read_timeout=60,
+    connect_timeout=CONNECT_TIMEOUT_SECONDS,
+    read_timeout=READ_TIMEOUTS_SECONDS[0],
 )
 
 
-@lru_cache(maxsize=1)
-def bedrock_runtime_client() -> BedrockRuntimeClient:
-    """A bedrock-runtime client, created once per container (region from the environment)."""
-    client = botocore_session().create_client("bedrock-runtime", config=_BEDROCK_CONFIG)
+@lru_cache(maxsize=len(READ_TIMEOUTS_SECONDS))
+def bedrock_runtime_client(read_timeout: int = READ_TIMEOUTS_SECONDS[0]) -> BedrockRuntimeClient:
+    """A bedrock-runtime client reading for at most ``read_timeout`` seconds, created once per
+    container and timeout (region from the environment)."""
+    config = _BEDROCK_CONFIG.merge(Config(read_timeout=read_timeout))
+    client = botocore_session().create_client("bedrock-runtime", config=config)
     return cast("BedrockRuntimeClient", client)

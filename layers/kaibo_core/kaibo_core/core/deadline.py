@@ -5,8 +5,10 @@ instead of the documented 429 with Retry-After, and a background job stops where
 runtime sets one deadline per invocation from the Lambda context (``runtime/deadlines.py``), a
 reserve before the end (enough to write the 429 or fail the job), and a retry loop asks
 ``time_for(wait)`` before it waits: when the answer is no, it gives up at once with the error it
-raises when its attempts run out. Without a deadline (tests, tools) every wait is allowed and the
-loops' own limits alone apply.
+raises when its attempts run out. A call that waits on someone else (a model, a webhook's
+subscriber) is given ``seconds_within(its own timeout)``, and one that cannot start in time, or is
+cut short by the deadline, raises ``OutOfTimeError``: the job fails, for its queue to retry it.
+Without a deadline (tests, tools) every wait is allowed and the loops' own limits alone apply.
 
 The deadline lives in a context variable: work handed to another thread sees it only when
 submitted with ``contextvars.copy_context().run`` (the adapters' I/O pool does).
@@ -36,6 +38,11 @@ class Deadline:
         return self.remaining_ms() / 1000 - self.reserve_seconds
 
 
+class OutOfTimeError(RuntimeError):
+    """What is left of the invocation is too short for the next step: its job fails and is retried
+    by its queue, in a later invocation with time enough."""
+
+
 _current: ContextVar[Deadline | None] = ContextVar("kaibo_invocation_deadline", default=None)
 
 
@@ -54,6 +61,14 @@ def time_for(wait_seconds: float) -> bool:
     without one)."""
     deadline = _current.get()
     return deadline is None or wait_seconds < deadline.seconds_left()
+
+
+def seconds_within(limit_seconds: float) -> float:
+    """``limit_seconds``, or what is left before the deadline when that is less (never below 0)."""
+    deadline = _current.get()
+    if deadline is None:
+        return limit_seconds
+    return max(0.0, min(limit_seconds, deadline.seconds_left()))
 
 
 @contextmanager

@@ -119,8 +119,12 @@ def configured_structurer(settings: Settings, semantic: SemanticChannel | None =
 
         if not settings.bedrock_model_id:
             raise ValueError("KAIBO_STRUCTURER=bedrock needs KAIBO_BEDROCK_MODEL_ID")
-        client = bedrock_structurer.bedrock_runtime_client()
-        return bedrock_structurer.BedrockStructurer(client, settings.bedrock_model_id, rules)
+        return bedrock_structurer.BedrockStructurer(
+            bedrock_structurer.bedrock_runtime_client(),
+            settings.bedrock_model_id,
+            rules,
+            client_with_read_timeout=bedrock_structurer.bedrock_runtime_client,
+        )
     raise ValueError(f"KAIBO_STRUCTURER must be rules or bedrock, not {settings.structurer!r}")
 
 
