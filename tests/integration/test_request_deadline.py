@@ -18,16 +18,20 @@ import pytest
 from kaibo_core.adapters.dynamodb_events import DynamoEventLocator, DynamoEventStore
 from kaibo_core.adapters.dynamodb_memories import DynamoMemoryStore, memory_item
 from kaibo_core.adapters.dynamodb_webhooks import DynamoWebhookStore
-from kaibo_core.core import backoff, deadline
+from kaibo_core.adapters.webhook_http import DeliveryResult
+from kaibo_core.core import backoff, deadline, webhooks
 from kaibo_core.core.errors import TooManyRequestsError
 from kaibo_core.core.limits import BATCH_GET_ROUNDS, TRANSACTION_RACE_ATTEMPTS
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.runtime import wiring
 from kaibo_core.runtime.settings import get_settings
 from kaibo_core.services.memories import MemoriesService
+from kaibo_core.services.webhook_dispatch import WebhookDispatcher
 from kaibo_core.services.webhooks import WebhooksService
+from kaibo_local.workers import sqs_event
 from tests.fixtures.faults import Fault, FaultInjector, both, mentions, touches
-from tests.integration.api import FakeLambdaContext, Reply, call, project_context
+from tests.integration.api import FakeLambdaContext, Reply, call, handler_module, project_context
+from tests.integration.iam_calls import checked_invocation
 from tests.integration.test_memory_index import memory
 from tests.integration.test_remember_api import new_project
 
@@ -245,3 +249,85 @@ def test_recalls_context_read_throttled_near_the_deadline_does_without_it(
     assert found == {}
     assert clock.remaining_ms() >= deadline.reserve_for(0.15) * 1000, clock.slept
     assert len(fault.fired) > 1
+
+
+# --- webhook deliveries ------------------------------------------------------------------------------
+
+
+@dataclass
+class SlowReceiver:
+    """``send`` for the dispatcher: a receiver that never answers, so each delivery times out
+    after all the time it was given (recorded)."""
+
+    given: list[float] = field(default_factory=list)
+
+    def __call__(self, url: str, body: bytes, headers: Any, timeout: float) -> DeliveryResult:
+        self.given.append(timeout)
+        return DeliveryResult(None, round(timeout * 1000), "timeout")
+
+
+def pending_delivery(stack: Any, project: ProjectId) -> tuple[str, dict[str, Any]]:
+    """A webhook of ``project`` and the SQS event of its first delivery of a committed event."""
+    webhook_id = create_webhook(project, InvocationClock(timeout_ms=10_000)).body["id"]
+    store = DynamoWebhookStore(wiring.dynamodb(), get_settings().webhooks_table)
+    [event] = store.emit(
+        project, [webhooks.forgotten("rcpt_x", 1, ["m1"], ["e1"])], "2026-06-02T09:30:00.000Z"
+    )
+    body = webhooks.encode_message(webhooks.Delivery(project, webhook_id, event.seq, 1))
+    message = {"MessageId": f"msg-{webhook_id}", "ReceiptHandle": "rh", "Body": body}
+    return webhook_id, sqs_event([message], "arn:aws:sqs:us-east-1:123456789012:webhooks")
+
+
+def dispatch(sqs: dict[str, Any], clock: InvocationClock, receiver: SlowReceiver) -> list[str]:
+    """The dispatch function on ``sqs`` with ``clock``'s time (10 s per delivery); the ids of the
+    messages it failed (for SQS to deliver again)."""
+    dispatcher = WebhookDispatcher(
+        wiring.webhook_store(),
+        wiring.webhook_queue(),
+        wiring.webhook_cipher(),
+        receiver,
+        timeout_seconds=10.0,
+    )
+    handler = handler_module("webhook_dispatch").lambda_handler
+    result = checked_invocation(
+        "webhook_dispatch", handler, sqs, ClockedContext(clock=clock), dispatcher=dispatcher
+    )
+    return [failure["itemIdentifier"] for failure in result.get("batchItemFailures", [])]
+
+
+def test_a_delivery_near_the_deadline_waits_only_the_time_left_and_is_made_again_later(
+    webhook_env: Any,
+) -> None:
+    """4 s left: the receiver gets 4 s less the reserve (1 s), not its 10. Cut short by the
+    deadline, the attempt is not the receiver's failure: nothing is recorded, the webhook stays
+    healthy, and the message fails for SQS to deliver again (the same attempt)."""
+    project = ProjectId(new_project())
+    webhook_id, sqs = pending_delivery(webhook_env, project)
+    receiver = SlowReceiver()
+
+    failed = dispatch(sqs, InvocationClock(timeout_ms=4_000), receiver)
+
+    assert receiver.given == [3.0]
+    assert failed == [f"msg-{webhook_id}"]
+    assert wiring.webhook_store().attempts(project, webhook_id, 10) == []
+    hook = wiring.webhook_store().get(project, webhook_id)
+    assert hook is not None
+    assert hook.status == "active"
+
+    redelivered = dispatch(sqs, InvocationClock(timeout_ms=60_000), receiver)  # SQS's redelivery
+
+    assert receiver.given == [3.0, 10.0]  # its whole timeout: now the receiver's own failure
+    assert redelivered == []
+    [attempt] = wiring.webhook_store().attempts(project, webhook_id, 10)
+    assert (attempt.attempt, attempt.error, attempt.outcome) == (1, "timeout", "retrying")
+
+
+def test_a_delivery_is_not_started_with_too_little_time_left(webhook_env: Any) -> None:
+    project = ProjectId(new_project())
+    webhook_id, sqs = pending_delivery(webhook_env, project)
+    receiver = SlowReceiver()
+
+    failed = dispatch(sqs, InvocationClock(timeout_ms=1_000), receiver)  # 0.75 s less the reserve
+
+    assert (failed, receiver.given) == ([f"msg-{webhook_id}"], [])
+    assert wiring.webhook_store().attempts(project, webhook_id, 10) == []

@@ -23,6 +23,7 @@ from kaibo_core.adapters.webhook_http import (
     check_url,
     deliver,
 )
+from kaibo_core.services import webhook_dispatch
 
 STRICT = TargetPolicy()
 LOCAL = TargetPolicy(allow_local=True)
@@ -440,3 +441,8 @@ def test_the_request_names_the_host_and_goes_to_the_vetted_address(
     assert f"Content-Length: {len(BODY)}" in lines
     assert body == BODY
     assert fake.closed
+
+
+def test_the_dispatcher_tells_a_timed_out_delivery_by_its_error_class() -> None:
+    """A delivery the invocation's deadline cut short is made again, not counted (webhook_dispatch)."""
+    assert webhook_dispatch.TIMED_OUT == webhook_http.ERROR_TIMEOUT

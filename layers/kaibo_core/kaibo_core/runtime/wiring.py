@@ -407,13 +407,18 @@ def webhook_dispatcher() -> WebhookDispatcher:
     settings = get_settings()
     policy = webhook_http.TargetPolicy(allow_local=settings.webhook_allow_local)
 
-    def send(url: str, body: bytes, headers: Mapping[str, str]) -> webhook_http.DeliveryResult:
-        return webhook_http.deliver(
-            url, body, headers, policy=policy, timeout_seconds=settings.webhook_timeout_seconds
-        )
+    def send(
+        url: str, body: bytes, headers: Mapping[str, str], timeout: float
+    ) -> webhook_http.DeliveryResult:
+        return webhook_http.deliver(url, body, headers, policy=policy, timeout_seconds=timeout)
 
     return WebhookDispatcher(
-        webhook_store(), webhook_queue(), webhook_cipher(), send, retry_scale=settings.webhook_retry_scale
+        webhook_store(),
+        webhook_queue(),
+        webhook_cipher(),
+        send,
+        retry_scale=settings.webhook_retry_scale,
+        timeout_seconds=settings.webhook_timeout_seconds,
     )
 
 

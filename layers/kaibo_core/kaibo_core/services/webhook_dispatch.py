@@ -13,7 +13,11 @@ crashed function left unrelayed (the sweeper).
   again and redoes them (the dead-letter queue may get the message twice, never zero times).
 
 A slow or dead receiver costs this function's time only: remember, recall and forget never wait
-for a delivery.
+for a delivery. A delivery waits for its receiver at most its own timeout, or what is left before
+the invocation's deadline when that is less (``core/deadline.py``). One that cannot start with
+``MIN_DELIVERY_SECONDS`` left, or that the deadline cut short, is not an attempt of the receiver's:
+nothing is recorded, ``OutOfTimeError`` fails the message, and SQS redelivers it to a later
+invocation, which makes the same attempt again with its whole timeout.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
-from typing import Literal, Protocol
+from typing import Final, Literal, Protocol
 
+from kaibo_core.core import deadline as invocation
 from kaibo_core.core import webhook_signing, webhooks
 from kaibo_core.core.clock import Clock, format_instant, parse_instant, utc_now
 from kaibo_core.core.storage_keys import ProjectId
@@ -31,6 +36,10 @@ from kaibo_core.core.webhooks import AttemptRecord, Delivery, FanOut, OutboxEven
 #: The sweeper relays events still unrelayed this long after their commit.
 RELAY_AFTER_SECONDS = 60
 RELAY_BATCH = 100
+#: A delivery starts only with this much of the invocation left (or its whole timeout, if shorter).
+MIN_DELIVERY_SECONDS: Final = 1.0
+#: ``SendResult.error`` of a delivery that ran out of its time (``adapters/webhook_http.py``).
+TIMED_OUT: Final = "timeout"
 
 
 class SendResult(Protocol):
@@ -42,7 +51,8 @@ class SendResult(Protocol):
     def error(self) -> str | None: ...
 
 
-Send = Callable[[str, bytes, Mapping[str, str]], SendResult]
+#: POST ``body`` with ``headers`` to the URL within the given seconds in all.
+Send = Callable[[str, bytes, Mapping[str, str], float], SendResult]
 
 
 class DispatchStore(Protocol):
@@ -79,13 +89,16 @@ class WebhookDispatcher:
         *,
         clock: Clock = utc_now,
         retry_scale: float = 1.0,
+        timeout_seconds: float = 10.0,
     ) -> None:
+        """``timeout_seconds``: how long a delivery waits for its receiver (deadline permitting)."""
         self._store = store
         self._queue = queue
         self._cipher = cipher
         self._send = send
         self._clock = clock
         self._retry_scale = retry_scale
+        self._timeout_seconds = timeout_seconds
 
     def handle(self, message: FanOut | Delivery, message_id: str) -> str:
         """Process one queue message; returns what happened (for the log line)."""
@@ -121,12 +134,18 @@ class WebhookDispatcher:
         event = self._store.event(project, message.seq)
         if event is None:
             return "event_expired"
+        timeout = invocation.seconds_within(self._timeout_seconds)
+        if timeout < min(MIN_DELIVERY_SECONDS, self._timeout_seconds):
+            raise invocation.OutOfTimeError("too little of the invocation is left for a delivery")
         if not self._store.claim_attempt(project, sub.id, event.seq, message.attempt, message_id):
             return "duplicate"
         body = webhooks.body(event)
         secrets = [self._cipher.decrypt(project, sub.id, c) for c in self._signing_ciphertexts(sub)]
         headers = webhook_signing.headers(secrets, event.id, int(time.time()), body)
-        result = self._send(sub.url, body, headers)
+        result = self._send(sub.url, body, headers, timeout)
+        if result.error == TIMED_OUT and timeout < self._timeout_seconds:
+            # The deadline's timeout, not the receiver's: this message makes the attempt again.
+            raise invocation.OutOfTimeError("the invocation's deadline cut the delivery short")
         ok = result.status is not None and 200 <= result.status < 300 and result.error is None
         at = format_instant(self._clock())
         next_delay = None if ok else webhooks.scaled_delay(message.attempt + 1, self._retry_scale)
