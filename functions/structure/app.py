@@ -86,7 +86,7 @@ def structure_record(
 
 
 def publish_metrics(stats: StructuringStats) -> None:
-    metrics.add_metric("EventsStructured", MetricUnit.Count, stats.events)
+    metrics.add_metric("EventsStructured", MetricUnit.Count, stats.newly_structured_events)
     metrics.add_metric("MemoriesStructured", MetricUnit.Count, stats.memories)
     metrics.add_metric("MemoriesSuperseded", MetricUnit.Count, stats.superseded + stats.canceled)
     # Events the Bedrock model failed on and the rules structured instead (StructurerFallbacksAlarm).

@@ -124,6 +124,7 @@ def test_given_a_job_delivered_again_when_structured_then_nothing_is_made_or_cou
     assert again.memory_ids == first.memory_ids
     assert again.memories == 0
     assert again.replays == 1
+    assert (first.newly_structured_events, again.newly_structured_events) == (1, 0)
     assert kaibo.memories.corpus[PROJECT].docs == 1
 
 

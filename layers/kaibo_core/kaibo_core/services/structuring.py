@@ -93,6 +93,12 @@ class StructuringStats:
     fallbacks: int = 0  # events the structurer's fallback (the rules) answered: a model that failed
     memory_ids: list[str] = field(default_factory=list)
 
+    @property
+    def newly_structured_events(self) -> int:
+        """The events this run took through structuring: not those it found committed already by
+        an earlier run (``replays``), so that a redelivered job does not count them again."""
+        return self.events - self.replays
+
     def counts(self) -> dict[str, int]:
         """The figures by their log and report names (numbers only)."""
         return {
