@@ -253,28 +253,22 @@ class DynamoProjectStore:
                 yield UsageKeyGap(project, usage_key, tuple(sorted(lacking.get(project, []))))
 
     def give_usage_key(self, project: ProjectId, usage_key: str) -> str:
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key={k: {"S": v} for k, v in storage_keys.project_key(project).items()},
-                UpdateExpression="SET usageKey = :usageKey",
-                ConditionExpression="attribute_exists(pk) AND attribute_not_exists(usageKey)",
-                ExpressionAttributeValues={":usageKey": {"S": usage_key}},
-            )
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                raise
-            found = self._usage_key(project)
-            if found is None:
-                raise NotFoundError("project_not_found", f"No project {project!r}.") from exc
-            return found
-        return usage_key
+        if self._set_usage_key_if_absent(storage_keys.project_key(project), usage_key):
+            return usage_key
+        found = self._usage_key(project)
+        if found is None:
+            raise NotFoundError("project_not_found", f"No project {project!r}.")
+        return found
 
     def give_key_usage_key(self, key_id: str, usage_key: str) -> bool:
+        return self._set_usage_key_if_absent(storage_keys.api_key_key(key_id), usage_key)
+
+    def _set_usage_key_if_absent(self, key: dict[str, str], usage_key: str) -> bool:
+        """Set ``usageKey`` on an existing item that has none; False when it is missing or has one."""
         try:
             self._client.update_item(
                 TableName=self._table,
-                Key={k: {"S": v} for k, v in storage_keys.api_key_key(key_id).items()},
+                Key={k: {"S": v} for k, v in key.items()},
                 UpdateExpression="SET usageKey = :usageKey",
                 ConditionExpression="attribute_exists(pk) AND attribute_not_exists(usageKey)",
                 ExpressionAttributeValues={":usageKey": {"S": usage_key}},
