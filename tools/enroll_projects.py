@@ -23,37 +23,45 @@ the plan's ``kaibo-<projectId>`` keys that no project uses and that are older th
 when it found none, 1 otherwise.
 """
 
+# ruff: noqa: E402 - the project imports follow the sys.path set-up below, on purpose.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from datetime import timedelta
+from pathlib import Path
+from typing import Final
 
 import boto3
+
+ROOT: Final = Path(__file__).resolve().parents[1]
+# Run as a script, Python puts tools/ on the path, not the repository that holds the tools package.
+sys.path[:0] = [p for p in (str(ROOT),) if p not in sys.path]
 
 from kaibo_core.adapters.apigateway_usage_plans import ApiGatewayUsagePlan, usage_key_name
 from kaibo_core.adapters.dynamodb_projects import DynamoProjectStore
 from kaibo_core.core.clock import Clock, format_instant, utc_now
 from kaibo_core.services.admin import OrphanKey, enroll_old_projects, remove_orphan_usage_keys
+from tools.stack_resources import ResourcePair, StackResource
 
-
-def stack_outputs(stack_name: str) -> tuple[str, str]:
-    stack = boto3.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"][0]
-    outputs = {output["OutputKey"]: output["OutputValue"] for output in stack.get("Outputs", [])}
-    if "ProjectUsagePlanId" not in outputs:
-        raise SystemExit(
-            f"stack {stack_name} has no ProjectUsagePlanId output: deploy with ProjectThrottles=on"
-        )
-    return outputs["ProjectsTableName"], outputs["ProjectUsagePlanId"]
+#: The projects table and the usage plan of per-project throttles.
+PROJECTS_AND_PLAN = ResourcePair(
+    StackResource("ProjectsTableName", "--projects-table", "the projects table"),
+    StackResource(
+        "ProjectUsagePlanId",
+        "--usage-plan-id",
+        "the usage plan",
+        missing_hint="deploy with ProjectThrottles=on",
+    ),
+    what_the_stack_names="the table and plan",
+    endpoint_help="an AWS endpoint (an emulator); default: AWS",
+)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--stack-name", help="the deployed stack (its outputs name the table and plan)")
-    where.add_argument("--projects-table", help="the projects table (with --usage-plan-id)")
-    parser.add_argument("--usage-plan-id", help="the usage plan (with --projects-table)")
-    parser.add_argument("--endpoint-url", help="an AWS endpoint (an emulator); default: AWS")
+    PROJECTS_AND_PLAN.add_arguments(parser)
     cleanup = parser.add_argument_group("unused API keys")
     cleanup.add_argument(
         "--remove-orphan-keys",
@@ -83,15 +91,11 @@ def _print_orphan(orphan: OrphanKey) -> None:
 def main(argv: Sequence[str] | None = None, *, clock: Clock = utc_now) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.projects_table and not args.usage_plan_id:
-        parser.error("--projects-table needs --usage-plan-id")
     if args.delete and not args.remove_orphan_keys:
         parser.error("--delete goes with --remove-orphan-keys")
     if args.min_age_hours < 1 or args.max_deletions < 1:
         parser.error("--min-age-hours and --max-deletions are 1 at least")
-    table, plan_id = (
-        stack_outputs(args.stack_name) if args.stack_name else (args.projects_table, args.usage_plan_id)
-    )
+    table, plan_id = PROJECTS_AND_PLAN.names(parser, args)
     store = DynamoProjectStore(boto3.client("dynamodb", endpoint_url=args.endpoint_url), table)
     plan = ApiGatewayUsagePlan(boto3.client("apigateway", endpoint_url=args.endpoint_url), plan_id)
     if args.remove_orphan_keys:

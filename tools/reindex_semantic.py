@@ -13,41 +13,35 @@ placed memories are skipped, and a memory that keeps changing is left for the ne
 The local stack has ``make reindex-semantic``.
 """
 
+# ruff: noqa: E402 - the project imports follow the sys.path set-up below, on purpose.
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
 
 import boto3
+
+ROOT: Final = Path(__file__).resolve().parents[1]
+# Run as a script, Python puts tools/ on the path, not the repository that holds the tools package.
+sys.path[:0] = [p for p in (str(ROOT),) if p not in sys.path]
 
 from kaibo_core.adapters.dynamodb_placements import DynamoPlacementStore
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.runtime.wiring import SEMANTIC_MODELS, build_semantic_channel
 from kaibo_core.services.reindexing import ReindexStats, SemanticReindexer
-
-
-def stack_tables(stack_name: str) -> tuple[str, str]:
-    stack = boto3.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"][0]
-    outputs = {output["OutputKey"]: output["OutputValue"] for output in stack.get("Outputs", [])}
-    return outputs["MemoriesTableName"], outputs["TermIndexTableName"]
+from tools.stack_resources import MEMORY_TABLES
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--stack-name", help="the deployed stack (its outputs name the tables)")
-    where.add_argument("--memories-table", help="the memories table (with --index-table)")
-    parser.add_argument("--index-table", help="the term index table (with --memories-table)")
-    parser.add_argument("--endpoint-url", help="a DynamoDB endpoint (an emulator); default: AWS")
+    MEMORY_TABLES.add_arguments(parser)
     parser.add_argument("--project", help="only this project (default: every project)")
     parser.add_argument("--model", choices=SEMANTIC_MODELS, default="mini6")
     args = parser.parse_args(argv)
-    if args.memories_table and not args.index_table:
-        parser.error("--memories-table needs --index-table")
-    memories, index = (
-        stack_tables(args.stack_name) if args.stack_name else (args.memories_table, args.index_table)
-    )
+    memories, index = MEMORY_TABLES.names(parser, args)
     channel = build_semantic_channel(args.model)
     assert channel is not None
     client = boto3.client("dynamodb", endpoint_url=args.endpoint_url)
