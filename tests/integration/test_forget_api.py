@@ -827,13 +827,26 @@ def answer_of(reply: Reply) -> dict[str, Any]:
     return {name: value for name, value in reply.body.items() if name != "replayed"}
 
 
+LOCKER_CODE = "The locker code is 4471."
+LUNCH = "Lunch with Dana on Friday."
+
+
+def project_remembering(stack: Any, *texts: str) -> str:
+    """A new project whose chat holds ``texts``, structured."""
+    project = new_project()
+    remember_structured(stack, project, "chat", *texts)
+    return project
+
+
+def keyed(query: str, key: str = "k", **extra: Any) -> dict[str, Any]:
+    """A forget request by ``query`` under the idempotency key ``key``."""
+    return {"query": query, "reason": "r", "idempotencyKey": key, **extra}
+
+
 def test_given_a_keyed_forget_when_sent_again_then_the_first_answer_is_replayed_and_one_entry_kept(
     handler_env: Any,
 ) -> None:
-    project = new_project()
-    remember_structured(
-        handler_env, project, "chat", "The locker code is 4471.", "Lunch with Dana on Friday."
-    )
+    project = project_remembering(handler_env, LOCKER_CODE, LUNCH)
     body = {"query": "locker code", "reason": "user asked to erase it", "idempotencyKey": "erase-1"}
 
     first = forget(project, body)
@@ -868,10 +881,7 @@ def test_given_a_keyed_forget_when_sent_again_then_the_first_answer_is_replayed_
 def test_given_a_used_forget_key_with_another_request_then_409_and_nothing_more_written(
     handler_env: Any, change: dict[str, Any]
 ) -> None:
-    project = new_project()
-    remember_structured(
-        handler_env, project, "chat", "The locker code is 4471.", "Lunch with Dana on Friday."
-    )
+    project = project_remembering(handler_env, LOCKER_CODE, LUNCH)
     body = {"query": "locker code", "reason": "user asked to erase it", "idempotencyKey": "erase-1"}
     first = forget(project, body)
     assert first.status == 200, first.body
@@ -893,10 +903,9 @@ def test_given_a_used_forget_key_with_another_request_then_409_and_nothing_more_
 def test_given_a_query_with_the_same_stems_under_the_key_then_it_is_the_same_request(
     handler_env: Any,
 ) -> None:
-    project = new_project()
-    remember_structured(handler_env, project, "chat", "The locker code is 4471.")
-    first = forget(project, {"query": "locker code", "reason": "r", "idempotencyKey": "k"})
-    again = forget(project, {"query": "  Code, LOCKERS ", "reason": "r", "idempotencyKey": "k"})
+    project = project_remembering(handler_env, LOCKER_CODE)
+    first = forget(project, keyed("locker code"))
+    again = forget(project, keyed("  Code, LOCKERS "))
     assert again.status == 200, again.body
     assert again.body["replayed"] is True
     assert again.body["receipt"] == first.body["receipt"]
@@ -906,11 +915,11 @@ def test_given_forget_keys_then_they_are_apart_from_remember_keys_and_other_proj
     handler_env: Any,
 ) -> None:
     project, other = new_project(), new_project()
-    remember_structured(handler_env, project, "chat", "The locker code is 4471.")  # remember key chat-0
+    remember_structured(handler_env, project, "chat", LOCKER_CODE)  # remember key chat-0
     remember_structured(handler_env, other, "chat", "The locker code is 9012.")
 
-    mine = forget(project, {"query": "locker code", "reason": "r", "idempotencyKey": "chat-0"})
-    theirs = forget(other, {"query": "locker code", "reason": "r", "idempotencyKey": "chat-0"})
+    mine = forget(project, keyed("locker code", "chat-0"))
+    theirs = forget(other, keyed("locker code", "chat-0"))
 
     assert mine.status == theirs.status == 200, (mine.body, theirs.body)
     assert mine.body["replayed"] is theirs.body["replayed"] is False
@@ -921,12 +930,11 @@ def test_given_forget_keys_then_they_are_apart_from_remember_keys_and_other_proj
 
 
 def test_given_a_dry_run_with_an_idempotency_key_then_400_and_nothing_written(handler_env: Any) -> None:
-    project = new_project()
-    remember_structured(handler_env, project, "chat", "The locker code is 4471.")
-    reply = forget(project, {"query": "locker code", "reason": "r", "dryRun": True, "idempotencyKey": "k"})
+    project = project_remembering(handler_env, LOCKER_CODE)
+    reply = forget(project, keyed("locker code", dryRun=True))
     assert reply.status == 400, reply.body
     assert reply.body["error"]["code"] == "idempotency_key_with_dry_run"
-    real = forget(project, {"query": "locker code", "reason": "r", "idempotencyKey": "k"})
+    real = forget(project, keyed("locker code"))
     assert real.status == 200
     assert real.body["replayed"] is False
 
@@ -934,7 +942,7 @@ def test_given_a_dry_run_with_an_idempotency_key_then_400_and_nothing_written(ha
 @pytest.mark.parametrize("key", ["", "a\nb", "k" * 257])
 def test_given_a_bad_forget_idempotency_key_then_422_as_for_remember(handler_env: Any, key: str) -> None:
     project = new_project()
-    reply = forget(project, {"query": "q", "reason": "r", "idempotencyKey": key})
+    reply = forget(project, keyed("q", key))
     assert reply.status == 422, reply.body
     assert ledger(project).body == {"entries": []}
 
@@ -943,9 +951,9 @@ def test_given_a_keyed_forget_that_found_nothing_then_a_retry_answers_nothing_ev
     handler_env: Any,
 ) -> None:
     project = new_project()
-    body = {"query": "locker code", "reason": "r", "idempotencyKey": "k"}
+    body = keyed("locker code")
     first = forget(project, body)
-    remember_structured(handler_env, project, "chat", "The locker code is 4471.")
+    remember_structured(handler_env, project, "chat", LOCKER_CODE)
 
     again = forget(project, body)
 
@@ -959,20 +967,13 @@ def test_given_a_keyed_forget_that_found_nothing_then_a_retry_answers_nothing_ev
 
 
 def test_given_a_forget_key_older_than_a_day_then_it_may_be_used_afresh(handler_env: Any) -> None:
-    project = new_project()
-    remember_structured(
-        handler_env, project, "chat", "The locker code is 4471.", "Lunch with Dana on Friday."
-    )
+    project = project_remembering(handler_env, LOCKER_CODE, LUNCH)
     now = datetime.now(UTC)
-    first = forget_at(project, {"query": "locker code", "reason": "r", "idempotencyKey": "k"}, now)
+    first = forget_at(project, keyed("locker code"), now)
     assert first.status == 200, first.body
-    assert (
-        forget_at(project, {"query": "lunch Dana", "reason": "r", "idempotencyKey": "k"}, now).status == 409
-    )
+    assert forget_at(project, keyed("lunch Dana"), now).status == 409
 
-    later = forget_at(
-        project, {"query": "lunch Dana", "reason": "r", "idempotencyKey": "k"}, now + timedelta(hours=24)
-    )
+    later = forget_at(project, keyed("lunch Dana"), now + timedelta(hours=24))
 
     assert later.status == 200, later.body
     assert later.body["replayed"] is False
@@ -983,9 +984,8 @@ def test_given_a_forget_key_older_than_a_day_then_it_may_be_used_afresh(handler_
 def test_given_concurrent_forgets_under_one_key_then_one_entry_and_both_answer_its_receipt(
     handler_env: Any,
 ) -> None:
-    project = new_project()
-    remember_structured(handler_env, project, "chat", "The locker code is 4471.")
-    body = {"query": "locker code", "reason": "r", "idempotencyKey": "k"}
+    project = project_remembering(handler_env, LOCKER_CODE)
+    body = keyed("locker code")
     with ThreadPoolExecutor(4) as pool:
         replies = list(pool.map(lambda _: forget(project, body), range(4)))
 
@@ -1152,15 +1152,10 @@ def test_given_a_key_record_written_with_its_salt_in_clear_then_a_retry_still_re
 def test_given_a_forget_key_used_afresh_after_a_day_then_the_purge_of_its_first_forget_keeps_the_new_record(
     handler_env: Any,
 ) -> None:
-    project = new_project()
-    remember_structured(
-        handler_env, project, "chat", "The locker code is 4471.", "Lunch with Dana on Friday."
-    )
+    project = project_remembering(handler_env, LOCKER_CODE, LUNCH)
     now = datetime.now(UTC)
-    later_body = {"query": "lunch Dana", "reason": "r", "idempotencyKey": "k"}
-    first = forget_at(
-        project, {"query": "locker code", "reason": "r", "idempotencyKey": "k"}, now - timedelta(days=2)
-    )
+    later_body = keyed("lunch Dana")
+    first = forget_at(project, keyed("locker code"), now - timedelta(days=2))
     later = forget_at(project, later_body, now - timedelta(hours=23))
     assert first.status == later.status == 200, (first.body, later.body)
     assert later.body["replayed"] is False
