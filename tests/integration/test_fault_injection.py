@@ -21,6 +21,7 @@ import secrets
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
@@ -2050,18 +2051,43 @@ def test_the_index_repair_erases_the_postings_of_an_index_that_never_finished_be
 KEEPS_RACING = 1000
 
 
+def fault_free_reference(stack: AwsStack, *, forgotten: bool = False) -> str:
+    """A project through the flow without faults (its batch remembered and structured, and
+    forgotten by ``FORGET`` if ``forgotten``): the state a raced project must end in."""
+    reference = new_project()
+    remembered_and_structured(stack, reference)
+    if forgotten:
+        assert forget(reference, FORGET).status == 200
+    return reference
+
+
+def event_transaction(stack: AwsStack, project: str) -> Callable[[dict[str, Any]], bool]:
+    """The requests of ``project``'s event transaction (remember's commit)."""
+    return both(mentions(project), touches(stack.tables["EventsTable"]))
+
+
+@contextmanager
+def racing(faults: Faults, fault: Fault) -> Iterator[Fault]:
+    """A fresh copy of ``fault`` on the container's DynamoDB client for the block; none after it."""
+    added = faults.dynamodb.add(replace(fault))
+    try:
+        yield added
+    finally:
+        faults.dynamodb.clear()
+
+
+def in_progress(*texts: str) -> Fault:
+    """A transaction still in progress when the SDK retried it, for requests holding ``texts``."""
+    return Fault("TransactWriteItems", "in_progress", when=mentions(*texts))
+
+
 def test_an_event_transaction_still_in_progress_is_asked_again_with_its_token_and_written_once(
     stack: AwsStack, faults: Faults
 ) -> None:
-    reference = new_project()
-    remembered_and_structured(stack, reference)
+    reference = fault_free_reference(stack)
     project = new_project()
     fault = faults.dynamodb.add(
-        Fault(
-            "TransactWriteItems",
-            "in_progress",
-            when=both(mentions(project), touches(stack.tables["EventsTable"])),
-        )
+        Fault("TransactWriteItems", "in_progress", when=event_transaction(stack, project))
     )
 
     reply = remember_ok(project)
@@ -2080,16 +2106,10 @@ def test_an_event_transaction_in_progress_past_the_deadline_answers_429_and_the_
 ) -> None:
     """The first attempt commits (whole: a transaction), but it is still in progress whenever it
     is asked again: 429 with Retry-After, and the client's retry with the same keys replays it."""
-    reference = new_project()
-    remembered_and_structured(stack, reference)
+    reference = fault_free_reference(stack)
     project = new_project()
     faults.dynamodb.add(
-        Fault(
-            "TransactWriteItems",
-            "in_progress",
-            times=KEEPS_RACING,
-            when=both(mentions(project), touches(stack.tables["EventsTable"])),
-        )
+        Fault("TransactWriteItems", "in_progress", times=KEEPS_RACING, when=event_transaction(stack, project))
     )
 
     busy = remember(project, body_of(BATCH))
@@ -2112,9 +2132,7 @@ def test_an_event_transaction_in_progress_past_the_deadline_answers_429_and_the_
 def test_a_forget_transaction_still_in_progress_is_asked_again_with_its_token_and_forgets_once(
     stack: AwsStack, faults: Faults, step: str
 ) -> None:
-    reference = new_project()
-    remembered_and_structured(stack, reference)
-    assert forget(reference, FORGET).status == 200
+    reference = fault_free_reference(stack, forgotten=True)
     project = new_project()
     replies = remembered_and_structured(stack, project)
     operation, when = forget_step(stack, project, step)
@@ -2134,9 +2152,7 @@ def test_a_forget_transaction_still_in_progress_is_asked_again_with_its_token_an
 def test_a_ledger_append_that_keeps_conflicting_answers_429_writes_nothing_and_the_retry_forgets_once(
     stack: AwsStack, faults: Faults
 ) -> None:
-    reference = new_project()
-    remembered_and_structured(stack, reference)
-    assert forget(reference, FORGET).status == 200
+    reference = fault_free_reference(stack, forgotten=True)
     project = new_project()
     replies = remembered_and_structured(stack, project)
     before = state(stack, project)
@@ -2168,8 +2184,7 @@ def test_a_structuring_commit_racing_converges_in_the_run_or_when_the_message_is
     """Asked again with its token, a commit still in progress is done in the same run; one that
     keeps racing fails the message (the first attempt committed whole, or nothing did), and the
     redelivery ends in the fault-free state."""
-    reference = new_project()
-    remembered_and_structured(stack, reference)
+    reference = fault_free_reference(stack)
     project = new_project()
     reply = remember_ok(project)
     messages = take_job_messages(stack, {reply.body["jobId"]})
@@ -2197,23 +2212,23 @@ def test_webhook_writes_still_in_progress_are_asked_again_with_their_token_and_m
     stack: AwsStack, faults: Faults
 ) -> None:
     project = new_project()
-    faults.dynamodb.add(Fault("TransactWriteItems", "in_progress", when=mentions(project, "wh#")))
-    created = hooks(project, "POST", body={"url": "https://example.com/hook", "events": ["memory.forgotten"]})
-    assert created.status == 201, created.body
-    assert [hook["id"] for hook in hooks(project, "GET").body["webhooks"]] == [created.body["id"]]
-    assert wiring.webhook_store().head(ProjectId(project)) == (0, 1, True)
+    with racing(faults, in_progress(project, "wh#")):
+        created = hooks(
+            project, "POST", body={"url": "https://example.com/hook", "events": ["memory.forgotten"]}
+        )
+        assert created.status == 201, created.body
+        assert [hook["id"] for hook in hooks(project, "GET").body["webhooks"]] == [created.body["id"]]
+        assert wiring.webhook_store().head(ProjectId(project)) == (0, 1, True)
 
-    faults.dynamodb.clear()
-    faults.dynamodb.add(Fault("TransactWriteItems", "in_progress", when=mentions(f"{project}#outbox")))
-    sent = hooks(project, "POST", f"{created.body['id']}/test")
-    assert sent.status == 202, sent.body
-    assert outbox_event_keys(stack, project) == [f"{sent.body['seq']:012d}", "head"]
+    with racing(faults, in_progress(f"{project}#outbox")):
+        sent = hooks(project, "POST", f"{created.body['id']}/test")
+        assert sent.status == 202, sent.body
+        assert outbox_event_keys(stack, project) == [f"{sent.body['seq']:012d}", "head"]
 
-    faults.dynamodb.clear()
-    faults.dynamodb.add(Fault("TransactWriteItems", "in_progress", when=mentions(project, "wh#")))
-    assert hooks(project, "DELETE", created.body["id"]).status == 204
-    assert hooks(project, "GET").body["webhooks"] == []
-    assert wiring.webhook_store().head(ProjectId(project)) == (1, 0, True)
+    with racing(faults, in_progress(project, "wh#")):
+        assert hooks(project, "DELETE", created.body["id"]).status == 204
+        assert hooks(project, "GET").body["webhooks"] == []
+        assert wiring.webhook_store().head(ProjectId(project)) == (1, 0, True)
 
 
 def test_webhook_writes_that_keep_conflicting_answer_429_and_write_nothing(
@@ -2232,42 +2247,38 @@ def test_webhook_writes_that_keep_conflicting_answer_429_and_write_nothing(
             "1",
         )
 
-    faults.dynamodb.add(replace(keeps_conflicting))
-    assert refused(
-        hooks(project, "POST", body={"url": "https://example.com/hook", "events": ["memory.forgotten"]})
-    )
-    assert hooks(project, "GET").body["webhooks"] == []
-    faults.dynamodb.clear()
+    with racing(faults, keeps_conflicting):
+        assert refused(
+            hooks(project, "POST", body={"url": "https://example.com/hook", "events": ["memory.forgotten"]})
+        )
+        assert hooks(project, "GET").body["webhooks"] == []
     webhook_id = subscribe(project, "https://example.com/hook")["id"]
 
-    faults.dynamodb.add(replace(keeps_conflicting))
-    assert refused(hooks(project, "POST", f"{webhook_id}/test"))
-    assert outbox_event_keys(stack, project) == ["head"]
-    faults.dynamodb.clear()
+    with racing(faults, keeps_conflicting):
+        assert refused(hooks(project, "POST", f"{webhook_id}/test"))
+        assert outbox_event_keys(stack, project) == ["head"]
     assert hooks(project, "POST", f"{webhook_id}/test").status == 202  # not "too soon": nothing was sent
 
-    faults.dynamodb.add(replace(keeps_conflicting))
-    assert refused(hooks(project, "DELETE", webhook_id))
-    assert [hook["id"] for hook in hooks(project, "GET").body["webhooks"]] == [webhook_id]
-    faults.dynamodb.clear()
+    with racing(faults, keeps_conflicting):
+        assert refused(hooks(project, "DELETE", webhook_id))
+        assert [hook["id"] for hook in hooks(project, "GET").body["webhooks"]] == [webhook_id]
     assert hooks(project, "DELETE", webhook_id).status == 204
 
 
 def test_admin_creates_still_in_progress_are_asked_again_with_their_token_and_made_once(
     stack: AwsStack, faults: Faults
 ) -> None:
-    faults.dynamodb.add(Fault("TransactWriteItems", "in_progress", when=mentions("project#")))
-    made = call("admin", "POST", "/v1/admin/projects", body={"name": "racing"}, context=ADMIN_CONTEXT)
-    assert made.status == 201, made.body
-    project = made.body["projectId"]
-    assert keys_of(stack, project) == [f"apikey#{made.body['keyId']}"]
-    assert authorizes(made.body["apiKey"])
+    with racing(faults, in_progress("project#")):
+        made = call("admin", "POST", "/v1/admin/projects", body={"name": "racing"}, context=ADMIN_CONTEXT)
+        assert made.status == 201, made.body
+        project = made.body["projectId"]
+        assert keys_of(stack, project) == [f"apikey#{made.body['keyId']}"]
+        assert authorizes(made.body["apiKey"])
 
-    faults.dynamodb.clear()
-    faults.dynamodb.add(Fault("TransactWriteItems", "in_progress", when=mentions(project, "apikey#")))
-    added = add_key(project, {"scopes": ["read"]})
-    assert added.status == 201, added.body
-    assert sorted(keys_of(stack, project)) == sorted(
-        [f"apikey#{made.body['keyId']}", f"apikey#{added.body['keyId']}"]
-    )
-    assert authorizes(added.body["apiKey"])
+    with racing(faults, in_progress(project, "apikey#")):
+        added = add_key(project, {"scopes": ["read"]})
+        assert added.status == 201, added.body
+        assert sorted(keys_of(stack, project)) == sorted(
+            [f"apikey#{made.body['keyId']}", f"apikey#{added.body['keyId']}"]
+        )
+        assert authorizes(added.body["apiKey"])
