@@ -30,6 +30,7 @@ from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.text import PIPELINE_VERSION, analyze, query_terms, token_terms, written_date_terms
 from kaibo_core.services import recall as recall_service
 from kaibo_core.services.recall import RecallService
+from tests.fixtures.long_file import long_file
 
 PROPERTY = settings(max_examples=300, deadline=None, derandomize=True)
 
@@ -259,15 +260,8 @@ def test_a_long_memorys_rescoring_analyzes_only_where_the_question_looks(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Given a 250 KB file remembered as one memory, the question's words in two of its sentences
-    rng = random.Random(7)
-    filler = [
-        "we", "looked", "at", "the", "numbers", "again", "and", "agreed", "to", "talk", "about",
-        "them", "later", "this", "week",
-    ]  # fmt: skip
-    lines = [" ".join(rng.sample(filler, 10)).capitalize() + "." for _ in range(5000)]
-    lines[1700] = "The release review moved to Thursday because the vendor was late."
-    lines[2900] = "Nobody asked for another release review before the holidays."
-    text = "\n".join(lines)
+    file = long_file()
+    text = file.text
     assert len(text) > 250_000
     store = InMemoryMemoryStore()
     store.index_new(
@@ -285,7 +279,7 @@ def test_a_long_memorys_rescoring_analyzes_only_where_the_question_looks(
     monkeypatch.setattr(recall_service, "analyze", counted(analyze))
     monkeypatch.setattr(long_texts, "token_terms", counted(token_terms))
     monkeypatch.setattr(long_texts, "written_date_terms", counted(written_date_terms))
-    question = "When is the release review?"
+    question = file.question
     assert set(query_terms(question)) == {"releas", "review"}
     # When it is recalled, its length known from its item
     answer, _ = recalled(RecallService(store, store, clock=lambda: NOW), question)

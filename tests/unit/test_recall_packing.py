@@ -27,6 +27,7 @@ from kaibo_core.core.recall.packing import (
 )
 from kaibo_core.core.text import analyze, query_terms, stem
 from kaibo_core.core.tokens import count_tokens
+from tests.fixtures.long_file import long_file
 
 PROPERTY = settings(max_examples=200, deadline=None, derandomize=True)
 
@@ -394,26 +395,19 @@ def test_a_long_memory_is_summarized_from_the_units_that_may_hold_the_question(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Given a 250 KB file remembered as one memory, the question's words in two of its sentences
-    rng = random.Random(7)
-    filler = [
-        "we", "looked", "at", "the", "numbers", "again", "and", "agreed", "to", "talk", "about",
-        "them", "later", "this", "week",
-    ]  # fmt: skip
-    sentences = [" ".join(rng.sample(filler, 10)).capitalize() + "." for _ in range(5000)]
-    sentences[1700] = "The release review moved to Thursday because the vendor was late."
-    sentences[2900] = "Nobody asked for another release review before the holidays."
-    text = "\n".join(sentences)
+    file = long_file()
+    text = file.text
     assert len(text) > 250_000
-    question = query_terms("When is the release review?")
+    question = query_terms(file.question)
     lengths = analyzed_chars(monkeypatch)
     # When it is summarized for a budget of 300 tokens
     spans = summary_spans(text, question, {}, 300)
     # Then the summary is the one the rules give, from the two sentences,
     assert spans == reference_spans(text, question, {}, 300)
     assert spans is not None
-    assert [text[start:end] for start, end in spans] == [sentences[1700], sentences[2900]]
+    assert [text[start:end] for start, end in spans] == list(file.answers)
     # and only those were analyzed, not the 250 KB around them.
-    assert sum(lengths) == len(sentences[1700]) + len(sentences[2900])
+    assert sum(lengths) == sum(len(sentence) for sentence in file.answers)
 
 
 def test_a_short_memory_is_analyzed_unit_by_unit_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
