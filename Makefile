@@ -25,7 +25,7 @@ PY := $(VENV)/bin/python
 export AWS_DEFAULT_REGION ?= us-east-1
 export KAIBO_TOOLS_BIN ?= $(CURDIR)/$(TOOLS)/bin
 
-.PHONY: run reset reindex-semantic docs test lint layer-wheels pytest upgrade bench bench-recall-quality build deploy clean venv tools
+.PHONY: run reset reindex-semantic repair-index docs test lint layer-wheels pytest upgrade bench bench-recall-quality build deploy clean venv tools
 
 # The runtime/test environment: the layer's exact pins + test tools + our two packages.
 $(VENV)/.installed: requirements-dev.txt requirements-models.txt layers/kaibo_core/requirements.txt layers/kaibo_core/pyproject.toml clients/python/pyproject.toml
@@ -62,6 +62,11 @@ reset: venv
 # (KAIBO_SEMANTIC_MODEL, default mini6). On AWS: tools/reindex_semantic.py --stack-name NAME.
 reindex-semantic: venv
 	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) -m kaibo_local reindex-semantic
+
+# The term index of the (stopped) local stack's data folder repaired where versions before session 31
+# left it wrong (docs/deploy.md). On AWS: tools/repair_index.py --stack-name NAME.
+repair-index: venv
+	PYTHONPATH=$(CURDIR):$(CURDIR)/local $(PY) -m kaibo_local repair-index
 
 lint: venv
 	PYTHONPATH=$(CURDIR):$(CURDIR)/layers/kaibo_core $(VENV)/bin/lint-imports
