@@ -5,30 +5,26 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
+import secrets
 
 import boto3
 import pytest
-from moto import mock_aws
 
+from tests.conftest import FAKE_AWS_ENV, AwsStack
 from tools.enroll_projects import PROJECTS_AND_PLAN
 from tools.stack_resources import MEMORY_TABLES, ResourcePair
 
-FAKE_AWS = {
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-}
-
 
 @pytest.fixture
-def cloudformation(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name, value in FAKE_AWS.items():
+def cloudformation(aws_stack: AwsStack, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The session's emulator as the tools' AWS, and a stack name no other test uses. Not moto's
+    mock_aws: leaving it resets the process's moto backends, the session emulator's tables with them."""
+    for name, value in FAKE_AWS_ENV.items():
         monkeypatch.setenv(name, value)
-    for name in ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_ENDPOINT_URL"):
+    for name in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
         monkeypatch.delenv(name, raising=False)
-    with mock_aws():
-        yield
+    monkeypatch.setenv("AWS_ENDPOINT_URL", aws_stack.endpoint_url)
+    return f"kaibo-{secrets.token_hex(4)}"
 
 
 def deploy(stack_name: str, outputs: dict[str, str]) -> None:
@@ -45,9 +41,14 @@ def resolve(pair: ResourcePair, argv: list[str]) -> tuple[str, str]:
     return pair.names(parser, parser.parse_args(argv))
 
 
-def test_given_a_stack_name_then_its_outputs_name_the_tables(cloudformation: None) -> None:
-    deploy("kaibo", {"MemoriesTableName": "kaibo-Memories-1", "TermIndexTableName": "kaibo-TermIndex-1"})
-    assert resolve(MEMORY_TABLES, ["--stack-name", "kaibo"]) == ("kaibo-Memories-1", "kaibo-TermIndex-1")
+def test_given_a_stack_name_then_its_outputs_name_the_tables(cloudformation: str) -> None:
+    deploy(
+        cloudformation, {"MemoriesTableName": "kaibo-Memories-1", "TermIndexTableName": "kaibo-TermIndex-1"}
+    )
+    assert resolve(MEMORY_TABLES, ["--stack-name", cloudformation]) == (
+        "kaibo-Memories-1",
+        "kaibo-TermIndex-1",
+    )
 
 
 def test_given_the_tables_by_name_then_no_stack_is_read() -> None:
@@ -65,11 +66,11 @@ def test_given_the_first_table_alone_then_a_usage_error_names_the_missing_option
 
 
 def test_given_a_stack_without_the_usage_plan_then_the_tool_says_how_to_deploy_it(
-    cloudformation: None,
+    cloudformation: str,
 ) -> None:
-    deploy("kaibo", {"ProjectsTableName": "kaibo-Projects-1"})
+    deploy(cloudformation, {"ProjectsTableName": "kaibo-Projects-1"})
     with pytest.raises(SystemExit) as exited:
-        resolve(PROJECTS_AND_PLAN, ["--stack-name", "kaibo"])
+        resolve(PROJECTS_AND_PLAN, ["--stack-name", cloudformation])
     assert exited.value.code == (
-        "stack kaibo has no ProjectUsagePlanId output: deploy with ProjectThrottles=on"
+        f"stack {cloudformation} has no ProjectUsagePlanId output: deploy with ProjectThrottles=on"
     )
