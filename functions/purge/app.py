@@ -56,8 +56,7 @@ def lambda_handler(
         )
         logger.error(
             "purge finished entries without erasing some events' payloads: no memory cites them and "
-            "the entries predate stored event locations (their ids are on the ledger entries, "
-            "unlocatedEventIds)",
+            "the entries predate stored event locations (their receipts name them: unlocatedEventIds)",
             extra={
                 "unlocated": [
                     {"projectId": project, "receiptId": receipt, "events": count}

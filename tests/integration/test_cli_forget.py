@@ -435,6 +435,53 @@ def test_given_a_failing_receipt_when_verifying_it_with_the_sdk_then_each_failur
     assert (report.ledger.ok, report.ledger.head.seq, report.events_checked) == (True, 3, 2)
 
 
+def test_given_a_purged_receipt_naming_unlocated_events_when_verifying_it_then_ok_with_a_note(
+    stub: Stub,
+) -> None:
+    """The purge could not find event 2 (an entry older than stored event locations): the receipt
+    reads purged and names it; the other event is checked, event 2 is not looked for, its
+    provisional memory (the purge's placeholder) must read purged, and a note names it."""
+    stub.receipts[receipt(3)]["unlocatedEventIds"] = [event_id(2)]
+    report = verify_receipt(KaiboClient(stub.url, API_KEY), PROJECT, receipt(3))
+    assert report.ok, report.failures
+    assert (report.state, report.events_checked, report.unlocated_event_ids) == ("purged", 1, (event_id(2),))
+    assert event_requests(stub) == [(3, 1)]
+    (note,) = report.notes
+    assert note.startswith(f"the purge could not locate 1 of its events (unlocatedEventIds: {event_id(2)})")
+
+
+def test_given_an_unlocated_event_still_structurable_when_verifying_its_receipt_then_it_fails(
+    stub: Stub,
+) -> None:
+    """An unlocated event whose provisional memory the receipt does not name is checked on its own:
+    served as anything but purged, something could still be made from it."""
+    stub.append_entry([OLD], [event_id(4)], purge_after=PAST, state="purged")
+    stub.receipts[receipt(5)]["unlocatedEventIds"] = [event_id(4)]
+    client = KaiboClient(stub.url, API_KEY)
+    report = verify_receipt(client, PROJECT, receipt(5))
+    assert [(f.subject, f.code) for f in report.failures] == [(f"event {event_id(4)}", "event_not_blocked")]
+    stub.memories[provisional(4)]["status"] = "purged"
+    assert verify_receipt(client, PROJECT, receipt(5)).ok
+    assert event_requests(stub) == []  # an unlocated event is never looked for
+
+
+@pytest.mark.parametrize(
+    ("seq", "unlocated", "detail"),
+    [
+        (3, event_id(2), "unlocatedEventIds is not a list of ids"),
+        (3, [event_id(9)], f"unlocatedEventIds names events it does not: {event_id(9)}"),
+        (4, [event_id(4)], "unlocatedEventIds on a receipt reading 'tombstoned', not purged"),
+    ],
+)
+def test_given_a_receipt_with_malformed_unlocated_events_when_verifying_it_then_it_fails(
+    stub: Stub, seq: int, unlocated: Any, detail: str
+) -> None:
+    stub.receipts[receipt(seq)]["unlocatedEventIds"] = unlocated
+    report = verify_receipt(KaiboClient(stub.url, API_KEY), PROJECT, receipt(seq))
+    assert [(f.code, f.detail) for f in report.failures] == [("malformed_entry", detail)]
+    assert report.unlocated_event_ids == ()
+
+
 def test_given_a_pinned_head_when_verifying_the_ledger_with_the_sdk_then_it_is_checked(stub: Stub) -> None:
     client = KaiboClient(stub.url, API_KEY)
     report = verify_ledger(client, PROJECT, (3, stub.ledger[2]["hash"]))

@@ -16,8 +16,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
 import secrets
+import subprocess
+import sys
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -38,6 +41,7 @@ from kaibo_core.adapters.sqs_webhooks import SqsWebhookQueue
 from kaibo_core.core.chain import ChainVerifier
 from kaibo_core.core.clock import format_instant, instant_ms, utc_now
 from kaibo_core.core.indexing import decode_posting
+from kaibo_core.core.ledger import LedgerEntry
 from kaibo_core.core.models.jobs import MAX_RECEIVE_COUNT
 from kaibo_core.core.models.memories import MemoryRecord
 from kaibo_core.core.storage_keys import ProjectId
@@ -47,6 +51,8 @@ from kaibo_core.runtime import wiring
 from kaibo_core.runtime.settings import get_settings
 from kaibo_core.services.purging import Purger
 from kaibo_core.services.webhook_dispatch import WebhookDispatcher
+from kaibo_local.gateway import LocalGateway
+from kaibo_local.http_front import HttpFront
 from kaibo_local.template import create_tables, load_template
 from kaibo_local.workers import create_queues, sqs_event
 from tests.conftest import AwsStack, emulator_client, scan_all
@@ -54,6 +60,7 @@ from tests.fixtures.faults import Crash, Fault, FaultInjector, both, mentions, q
 from tests.integration.api import ADMIN_CONTEXT, FakeLambdaContext, Reply, call, get_job, handler_module
 from tests.integration.test_forget_api import SCHEDULED_EVENT, forget, forget_now, ledger, receipt
 from tests.integration.test_keys_and_authorizer import add_key, authorize, create_project
+from tests.integration.test_local_lifecycle import PYTHONPATH
 from tests.integration.test_recall_api import get_memory, recall
 from tests.integration.test_remember_api import events, message, new_project, remember
 from tests.integration.test_structuring_api import run_structure, take_job_messages
@@ -1371,24 +1378,31 @@ def test_the_purge_erases_the_payload_of_every_event_its_entry_names_even_one_no
     assert_never_structured(stack, project, held)
 
 
-def test_an_entry_naming_an_event_it_cannot_locate_is_finished_once_and_nothing_is_made_from_it(
-    stack: AwsStack, faults: Faults, caplog: pytest.LogCaptureFixture
-) -> None:
-    """An entry in the shape written before entries kept their events' locations, whose forget died
-    before its placeholder: nothing tells where the event is. The purge does every other step, keeps
-    the event from ever being structured (a placeholder without a source), and takes the entry off
-    its work list marked unlocated, reporting it once; its receipt does not claim purged."""
-    project = new_project()
-    event_id, held = remembered_unindexed(stack, faults, project)
-    settings = get_settings()
-    entry = DynamoLedgerStore(wiring.dynamodb(), settings.ledger_table).append(
+def entry_of_the_old_shape(project: str, event_id: str) -> LedgerEntry:
+    """A ledger entry as written before entries kept their events' locations (no
+    ``event_locations``), naming ``event_id`` and its provisional memory, whose forget died before
+    writing it: nothing tells where the event is."""
+    return DynamoLedgerStore(wiring.dynamodb(), get_settings().ledger_table).append(
         ProjectId(project),
         memory_ids=[f"mem_{event_id.partition('_')[2]}"],
         event_ids=[event_id],
         reason_digest="0" * 64,
         tombstoned_at=format_instant(utc_now()),
         purge_after=format_instant(utc_now()),
-    )  # no event_locations: the old shape
+    )
+
+
+def test_an_entry_naming_an_event_it_cannot_locate_is_finished_once_and_nothing_is_made_from_it(
+    stack: AwsStack, faults: Faults, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An entry in the shape written before entries kept their events' locations, whose forget died
+    before its placeholder. The purge does every other step, keeps the event from ever being
+    structured (a placeholder without a source), and takes the entry off its work list marked
+    unlocated, reporting it once; its receipt reads purged and names the event it could not erase
+    (before session 32 it read tombstoned for ever)."""
+    project = new_project()
+    event_id, held = remembered_unindexed(stack, faults, project)
+    entry = entry_of_the_old_shape(project, event_id)
 
     with caplog.at_level(logging.ERROR):
         first = purge_later()
@@ -1400,11 +1414,58 @@ def test_an_entry_naming_an_event_it_cannot_locate_is_finished_once_and_nothing_
     assert again == {"applied": 0, "entries": 0, "memories": 0, "events": 0, "complete": True}
     (item,) = [i for i in items_of(stack, "LedgerTable", project) if i.get("id", {}).get("S") == entry.id]
     assert [e["S"] for e in item["unlocatedEventIds"]["L"]] == [event_id]
-    assert not {"duePk", "purgedAt"} & item.keys()
-    assert receipt(project, entry.id).body["state"] == "tombstoned"
+    assert not {"duePk", "purgedAt"} & item.keys()  # purgedAt still means: every payload erased
+    served = receipt(project, entry.id).body
+    assert served == {**entry.as_served(), "state": "purged", "unlocatedEventIds": [event_id]}
+    assert ledger(project).body["entries"] == [entry.as_served()]  # the hashed entry unchanged
     (placeholder,) = entry.memory_ids
     assert get_memory(project, placeholder).body["status"] == "purged"
     assert_never_structured(stack, project, held)
+
+
+def kaibo_cli(front: HttpFront, api_key: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """The ``kaibo`` command against ``front``, as a user runs it."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("KAIBO_")}
+    env.update(KAIBO_ENDPOINT=front.url, KAIBO_API_KEY=api_key, PYTHONPATH=PYTHONPATH)
+    return subprocess.run(
+        [sys.executable, "-m", "kaibo.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_kaibo_verify_shows_a_receipt_with_unlocated_events_purged_not_pending(
+    stack: AwsStack, faults: Faults
+) -> None:
+    """Over HTTP, as a user checks an erasure: ``kaibo verify --receipt`` of an old-shape entry the
+    purge finished reads purged, checks its memories, names the event it could not locate and
+    exits 0 (before session 32: "purge pending", for ever)."""
+    created = create_project()
+    project, api_key = created["projectId"], created["apiKey"]
+    event_id, _ = remembered_unindexed(stack, faults, project)
+    entry = entry_of_the_old_shape(project, event_id)
+    assert purge_later()["events"] == 0  # finished without erasing the payload: unlocated
+
+    with HttpFront(LocalGateway(load_template()), port=0) as front:
+        shown = kaibo_cli(front, api_key, "verify", "--receipt", entry.id, "--project", project)
+        report = kaibo_cli(front, api_key, "verify", "--receipt", entry.id, "--project", project, "--json")
+
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert "purge pending" not in shown.stdout
+    assert f"unlocatedEventIds: {event_id}" in shown.stdout
+    assert shown.stdout.splitlines()[-1] == (
+        f"verified: receipt {entry.id}: state purged; 1 memory without content (1 purged); 0 events "
+        "without payload or salt, 1 not located by the purge (its payload not erased; nothing can be "
+        "made from it)"
+    )
+    assert report.returncode == 0, report.stdout + report.stderr
+    checked = json.loads(report.stdout)
+    assert (checked["ok"], checked["state"], checked["failures"]) == (True, "purged", [])
+    assert (checked["unlocatedEventIds"], checked["eventsChecked"]) == ([event_id], 0)
+    assert checked["memoryStatuses"] == {"purged": 1}
 
 
 # -- 2. the webhook relay after a commit (forget, structuring) -------------------------------------------

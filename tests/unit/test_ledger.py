@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from kaibo_core.adapters.dynamodb_ledger import MAX_APPEND_ATTEMPTS, DynamoLedgerStore
 from kaibo_core.adapters.memory_ledger import InMemoryLedgerStore
+from kaibo_core.api import mapping
 from kaibo_core.core import chain, ids, ledger, storage_keys
 from kaibo_core.core.errors import TooManyRequestsError
 from kaibo_core.core.forgetting import FORGET_KEY_TTL, KeyedForget
@@ -30,6 +31,7 @@ from kaibo_core.core.ledger import LedgerEntry, LedgerProblem, LedgerVerifier
 from kaibo_core.core.limits import TRANSACTION_RACE_ATTEMPTS, TRANSACTION_RACE_BACKOFF_CAP_SECONDS
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.ports import DeletionLedger
+from kaibo_core.services.ledger import LedgerService
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "verify.md"
 PROJECT = "prj_01JZ8Q4W7T2M5R9X3C6B1N0VKD"
@@ -569,6 +571,30 @@ def test_given_the_memory_store_then_a_purged_entry_releases_its_own_forget_key_
     assert store.claim_forget_key(project, later) == later
     store.release_forget_key(first)  # the first entry's purge, run again: not its record any more
     assert store.forget_key(project, "k", day + 1) == later
+
+
+def test_given_how_the_purge_finished_each_entry_then_its_receipt_reads_tombstoned_or_purged() -> None:
+    """Owed: tombstoned. Every payload erased: purged. Finished with events it could not locate:
+    purged too, naming them; the hashed entry is served unchanged either way."""
+    store = InMemoryLedgerStore()
+    owed, erased, unlocated = (append(store, PROJECT, n) for n in (1, 2, 3))
+    store.mark_purged(erased, "2026-06-04T10:05:00.000Z")
+    store.mark_unlocated(unlocated, unlocated.event_ids, "2026-06-04T10:05:00.000Z")
+    service = LedgerService(store)
+
+    def served(entry: LedgerEntry) -> dict[str, Any]:
+        return mapping.receipt_state_out(*service.receipt(ProjectId(PROJECT), entry.id)).model_dump(
+            mode="json"
+        )
+
+    assert served(owed) == {**owed.as_served(), "state": "tombstoned"}
+    assert served(erased) == {**erased.as_served(), "state": "purged"}
+    assert served(unlocated) == {
+        **unlocated.as_served(),
+        "state": "purged",
+        "unlocatedEventIds": ["evt_3"],
+    }
+    assert store.due("2099-01-01T00:00:00.000Z", 10) == [owed]  # both finished ones left the work list
 
 
 def test_given_concurrent_appends_to_the_memory_store_then_seqs_have_no_gap() -> None:

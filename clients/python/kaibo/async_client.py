@@ -172,7 +172,7 @@ class AsyncKaiboClient(ClientSettings[httpx.AsyncClient, httpx.AsyncBaseTranspor
         return self._paged(_calls.ledger_pages(from_seq))
 
     async def receipt(self, receipt_id: str) -> dict[str, Any]:
-        """GET /v1/receipts/{id}: a forget's ledger entry plus its ``state``."""
+        """GET /v1/receipts/{id}: a forget's ledger entry plus its ``state`` (and ``unlocatedEventIds``)."""
         return await self._call(_calls.receipt(receipt_id))
 
     # -- webhooks (scope write; docs/webhooks.md) -----------------------------------------------

@@ -268,7 +268,8 @@ class KaiboClient(ClientSettings[httpx.Client, httpx.BaseTransport]):
         return self._paged(_calls.ledger_pages(from_seq))
 
     def receipt(self, receipt_id: str) -> dict[str, Any]:
-        """GET /v1/receipts/{id}: the ledger entry of one forget plus its ``state`` (tombstoned|purged)."""
+        """GET /v1/receipts/{id}: the ledger entry of one forget plus its ``state`` (tombstoned|purged)
+        and, on a purged receipt whose purge could not find some of its events, ``unlocatedEventIds``."""
         return self._call(_calls.receipt(receipt_id))
 
     # -- webhooks (scope write; docs/webhooks.md) -----------------------------------------------

@@ -8,7 +8,11 @@ and for one receipt checks what the receipt promises (docs/forget.md, "Proving a
   the entry there hashes to exactly the receipt's ``hash``;
 - every memory it names is served without content, as ``tombstoned`` or ``purged``; once the
   receipt reads ``purged``, as ``purged`` only;
-- once the receipt reads ``purged``, every event it names is served without payload and salt.
+- once the receipt reads ``purged``, every event it names is served without payload and salt,
+  except those it names in ``unlocatedEventIds`` (the purge could not find them: an entry written
+  before entries kept their events' locations): for each of these, the placeholder that keeps
+  anything from being made from it (its provisional memory) reads ``purged``, and a note says
+  that their payloads were not erased.
 
 Served entries do not carry their project, which is part of every hashed header: the caller
 names it (``kaibo verify --project``, ``KAIBO_PROJECT_ID``). docs/verify.md specifies the bytes.
@@ -144,6 +148,8 @@ class ReceiptReport:
     events_checked: int  # events looked up (only once the receipt reads purged)
     failures: tuple[ReceiptFailure, ...]
     notes: tuple[str, ...]
+    #: The events the purge could not locate, as the receipt names them (their payloads not erased).
+    unlocated_event_ids: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -260,12 +266,11 @@ class _ReceiptCheck:
 
     def event(self, event_id: str) -> None:
         subject = f"event {event_id}"
-        prefix, _, suffix = event_id.partition("_")
-        if prefix != "evt" or not suffix:
+        provisional = _provisional_memory_id(event_id)
+        if provisional is None:
             self.fail(subject, "bad_event_id", "not an event id (evt_...)")
             return
         # The event's provisional memory (evt_X -> mem_X) cites where the event is: stream and seq.
-        provisional = f"mem_{suffix}"
         memory = self.memory(provisional)
         sources = memory.get("sourceEvents") if memory is not None else None
         cited = next(
@@ -293,6 +298,36 @@ class _ReceiptCheck:
             if served.get(field) is not None:
                 self.fail(subject, f"{field}_served", f"{where} is served with its {field} after the purge")
 
+    def unlocated_event(self, event_id: str) -> None:
+        """An event the purge could not locate: its place is unknown here too, but nothing may be
+        made from it, so its provisional memory (the purge's placeholder) must read purged."""
+        subject = f"event {event_id}"
+        provisional = _provisional_memory_id(event_id)
+        if provisional is None:
+            self.fail(subject, "bad_event_id", "not an event id (evt_...)")
+            return
+        memory = self.memory(provisional)
+        if memory is None:
+            self.fail(
+                subject,
+                "event_not_blocked",
+                f"the purge could not locate it, and its placeholder {provisional} is not served",
+            )
+        elif memory.get("status") != "purged" or memory.get("content") is not None:
+            self.fail(
+                subject,
+                "event_not_blocked",
+                f"the purge could not locate it, and its provisional memory {provisional} reads "
+                f"{memory.get('status')!r}{' with content' if memory.get('content') is not None else ''}, "
+                "not purged",
+            )
+
+
+def _provisional_memory_id(event_id: str) -> str | None:
+    """``evt_X`` -> ``mem_X``, the event's provisional memory; None for what is not an event id."""
+    prefix, _, suffix = event_id.partition("_")
+    return f"mem_{suffix}" if prefix == "evt" and suffix else None
+
 
 def verify_receipt(
     client: KaiboClient, project_id: str, receipt_id: str, now: datetime | None = None
@@ -301,7 +336,8 @@ def verify_receipt(
 
     ``now`` (timezone-aware; default: this machine's clock) decides whether ``purgeAfter`` has
     passed. A receipt past ``purgeAfter`` that still reads ``tombstoned`` is not a failure (the
-    purge runs every few minutes): it is reported in ``notes`` as a pending purge.
+    purge runs every few minutes): it is reported in ``notes`` as a pending purge. Nor is a purged
+    receipt naming ``unlocatedEventIds`` (the receipt says what was not erased): a note names them.
     Raises KaiboAPIError if the server refuses a call (``404 receipt_not_found``, ...).
     """
     now = now if now is not None else datetime.now(UTC)
@@ -333,12 +369,24 @@ def verify_receipt(
     for name, ids in (("memoryIds", memory_ids), ("eventIds", event_ids)):
         if ids is None:
             check.fail(subject, "malformed_entry", f"{name} is not a list of ids")
+    unlocated = _unlocated_event_ids(check, receipt, state, event_ids or [])
     statuses = check.memories(memory_ids or [], state, due)
     events_checked = 0
     if state == "purged":
         for event_id in event_ids or []:
+            if event_id in unlocated:
+                if _provisional_memory_id(event_id) not in (memory_ids or []):  # else checked above
+                    check.unlocated_event(event_id)
+                continue
             events_checked += 1
             check.event(event_id)
+    if unlocated:
+        check.notes.append(
+            f"the purge could not locate {len(unlocated)} of its events (unlocatedEventIds: "
+            f"{', '.join(unlocated)}), so it did not erase their payloads: the ledger entry predates "
+            "stored event locations. Nothing can be made from them; their payloads are removed by hand "
+            "(docs/forget.md)"
+        )
 
     seq = receipt.get("ledgerSeq")
     return ReceiptReport(
@@ -353,4 +401,32 @@ def verify_receipt(
         events_checked=events_checked,
         failures=tuple(check.failures),
         notes=tuple(check.notes),
+        unlocated_event_ids=tuple(unlocated),
     )
+
+
+def _unlocated_event_ids(
+    check: _ReceiptCheck, receipt: Mapping[str, Any], state: Any, event_ids: list[str]
+) -> list[str]:
+    """The receipt's ``unlocatedEventIds`` (absent: none): only on a purged receipt, and only events
+    it names; anything else is a failure, and no event is then taken as unlocated."""
+    served = receipt.get("unlocatedEventIds")
+    if served is None:
+        return []
+    subject = f"receipt {check.receipt_id}"
+    ids = _id_list(served)
+    if ids is None:
+        check.fail(subject, "malformed_entry", "unlocatedEventIds is not a list of ids")
+        return []
+    if state != "purged":
+        check.fail(
+            subject, "malformed_entry", f"unlocatedEventIds on a receipt reading {state!r}, not purged"
+        )
+        return []
+    foreign = sorted(set(ids) - set(event_ids))
+    if foreign:
+        check.fail(
+            subject, "malformed_entry", f"unlocatedEventIds names events it does not: {', '.join(foreign)}"
+        )
+        return []
+    return ids

@@ -204,7 +204,7 @@ export declare class Kaibo {
    */
   forget(request: ForgetParams, options?: CallOptions): Promise<ForgetResponse>;
 
-  /** GET /v1/receipts/{id}: a forget's ledger entry and its state. */
+  /** GET /v1/receipts/{id}: a forget's ledger entry and its state (and unlocatedEventIds, if any). */
   receipt(receiptId: string, options?: CallOptions): Promise<ReceiptStateOut>;
 
   /** GET /v1/ledger, every page: the deletion ledger, oldest first. */

@@ -534,7 +534,10 @@ export class Kaibo {
     return this.#json("POST", "/v1/forget", { body, idempotent, signal, timeoutMs });
   }
 
-  /** GET /v1/receipts/{id}: a forget's ledger entry and its state (tombstoned or purged). */
+  /**
+   * GET /v1/receipts/{id}: a forget's ledger entry and its state (tombstoned, then purged; a purged
+   * receipt may name in unlocatedEventIds the events whose payloads the purge could not find).
+   */
   async receipt(receiptId, { signal, timeoutMs } = {}) {
     return this.#json("GET", `/v1/receipts/${segment(receiptId)}`, { idempotent: true, signal, timeoutMs });
   }

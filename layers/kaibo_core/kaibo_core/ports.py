@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from kaibo_core.core.api_keys import IssuedKey
     from kaibo_core.core.forgetting import KeyedForget
-    from kaibo_core.core.ledger import EventLocation, LedgerEntry
+    from kaibo_core.core.ledger import EventLocation, LedgerEntry, PurgeOutcome
     from kaibo_core.core.models.events import EventRecord, StreamHead
     from kaibo_core.core.models.jobs import JobRecord, PendingJob
     from kaibo_core.core.models.keys import PlanUsageKey, StoredKey, UsageKeyGap
@@ -93,6 +93,7 @@ class DeletionLedger(Protocol):
     retried append idempotent. ``read`` pages entries in seq order with the next ``from_seq``.
     A keyed forget's record (``keyed``) is claimed in the append's transaction, or alone by
     ``claim_forget_key`` when the forget wrote no entry; ``forget_key`` reads it back.
+    ``purge_outcome`` is how the purge finished an entry (None: not yet), for its receipt.
     """
 
     def append(
@@ -121,7 +122,7 @@ class DeletionLedger(Protocol):
 
     def head(self, project: ProjectId) -> tuple[int, str]: ...
 
-    def purged_at(self, entry: LedgerEntry) -> str | None: ...
+    def purge_outcome(self, entry: LedgerEntry) -> PurgeOutcome | None: ...
 
     def mark_applied(self, entry: LedgerEntry) -> None: ...
 

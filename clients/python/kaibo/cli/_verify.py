@@ -233,6 +233,12 @@ def _receipt_summary(report: ReceiptReport) -> str:
     )
     if report.state == "purged":
         events = f"{out.plural(report.events_checked, 'event', 'events')} without payload or salt"
+        unlocated = len(report.unlocated_event_ids)
+        if unlocated:
+            its, it = ("its payload", "it") if unlocated == 1 else ("their payloads", "them")
+            events += (
+                f", {unlocated} not located by the purge ({its} not erased; nothing can be made from {it})"
+            )
     elif report.purge_due:
         events = "its events not checked (purge pending)"
     else:
@@ -252,6 +258,7 @@ def _receipt_json(report: ReceiptReport) -> dict[str, Any]:
         "memoriesChecked": report.memories_checked,
         "memoryStatuses": report.memory_statuses,
         "eventsChecked": report.events_checked,
+        "unlocatedEventIds": list(report.unlocated_event_ids),
         "failures": [{"subject": f.subject, "code": f.code, "detail": f.detail} for f in report.failures],
         "notes": list(report.notes),
     }

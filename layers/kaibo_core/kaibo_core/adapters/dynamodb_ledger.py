@@ -33,7 +33,8 @@ Layout (keys built only by kaibo_core.core.storage_keys):
   removes them and sets ``purgedAt`` (not hashed: the entry's header never changes). An entry
   the purge finished without erasing every event's payload (written before ``eventLocations``,
   naming an event no memory cites: its place is unknown) leaves it through ``mark_unlocated``
-  instead: ``unlocatedEventIds`` (L of S) and ``unlocatedAt`` set, no ``purgedAt``.
+  instead: ``unlocatedEventIds`` (L of S) and ``unlocatedAt`` set, no ``purgedAt``. Either way the
+  purge is finished (``purge_outcome``: its receipt reads ``purged``, with the unlocated ids).
 
 An append reads the head (strongly consistent) and writes the entry, its receipt pointer
 and the new head in ONE TransactWriteItems, the head conditioned on still being what was
@@ -60,6 +61,7 @@ from kaibo_core.core.forgetting import AnsweredMember, ForgetKeyTakenError, Keye
 from kaibo_core.core.ledger import (
     EventLocation,
     LedgerEntry,
+    PurgeOutcome,
     ReceiptIdTakenError,
     ledger_busy,
     make_entry,
@@ -561,14 +563,21 @@ class DynamoLedgerStore:
             ExpressionAttributeValues={":ids": strings(sorted(event_ids)), ":at": s(at)},
         )
 
-    def purged_at(self, entry: LedgerEntry) -> str | None:
+    def purge_outcome(self, entry: LedgerEntry) -> PurgeOutcome | None:
+        """How the purge finished ``entry`` (strongly consistent), or None while it is owed."""
         item = self._client.get_item(
             TableName=self._table,
             Key=key(storage_keys.ledger_entry_key(ProjectId(entry.project_id), entry.seq)),
             ConsistentRead=True,
-            ProjectionExpression="purgedAt",
+            ProjectionExpression="purgedAt, unlocatedEventIds, unlocatedAt",
         ).get("Item")
-        return item["purgedAt"]["S"] if item and "purgedAt" in item else None
+        if not item:
+            return None
+        if "purgedAt" in item:  # every payload erased (by this run or, in a race, by another)
+            return PurgeOutcome(item["purgedAt"]["S"])
+        if "unlocatedEventIds" in item:
+            return PurgeOutcome(item["unlocatedAt"]["S"], string_list(item["unlocatedEventIds"]))
+        return None
 
     def unapplied(self, before: str, limit: int) -> list[LedgerEntry]:
         """Entries written before ``before`` whose forget never said it finished, oldest first."""

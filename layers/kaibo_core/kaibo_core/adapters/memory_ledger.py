@@ -15,6 +15,7 @@ from kaibo_core.core.forgetting import ForgetKeyTakenError, KeyedForget
 from kaibo_core.core.ledger import (
     EventLocation,
     LedgerEntry,
+    PurgeOutcome,
     ReceiptIdTakenError,
     make_entry,
     new_receipt_id,
@@ -149,9 +150,15 @@ class InMemoryLedgerStore:
         with self._lock:
             self.unlocated.setdefault((entry.project_id, entry.seq), (tuple(sorted(event_ids)), at))
 
-    def purged_at(self, entry: LedgerEntry) -> str | None:
+    def purge_outcome(self, entry: LedgerEntry) -> PurgeOutcome | None:
+        place = (entry.project_id, entry.seq)
         with self._lock:
-            return self.purged.get((entry.project_id, entry.seq))
+            if place in self.purged:
+                return PurgeOutcome(self.purged[place])
+            if place in self.unlocated:
+                event_ids, at = self.unlocated[place]
+                return PurgeOutcome(at, event_ids)
+            return None
 
     def unapplied(self, before: str, limit: int) -> list[LedgerEntry]:
         with self._lock:

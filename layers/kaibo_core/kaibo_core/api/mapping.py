@@ -32,7 +32,7 @@ from kaibo_core.api.models import (
 )
 from kaibo_core.core.forgetting import ForgetOutcome
 from kaibo_core.core.forgetting import ForgetRequest as ForgetCall
-from kaibo_core.core.ledger import LedgerEntry
+from kaibo_core.core.ledger import LedgerEntry, PurgeOutcome
 from kaibo_core.core.models.events import EventPage, EventRecord, HeadPage, NewEvent, RememberOutcome
 from kaibo_core.core.models.jobs import JobRecord
 from kaibo_core.core.models.keys import CreatedKey, CreatedProject
@@ -334,5 +334,15 @@ def ledger_page(entries: Sequence[LedgerEntry], next_from_seq: int | None) -> Le
     return LedgerPage(entries=[receipt_out(entry) for entry in entries], nextFromSeq=next_from_seq)
 
 
-def receipt_state_out(entry: LedgerEntry, state: str) -> ReceiptStateOut:
-    return ReceiptStateOut.model_validate({**entry.as_served(), "state": state})
+def receipt_state_out(entry: LedgerEntry, purge: PurgeOutcome | None) -> ReceiptStateOut:
+    """``tombstoned`` until the purge finished the entry, then ``purged``, with the events it
+    could not locate (if any) named beside the state."""
+    return ReceiptStateOut.model_validate(
+        {
+            **entry.as_served(),
+            "state": "tombstoned" if purge is None else "purged",
+            "unlocatedEventIds": list(purge.unlocated_event_ids)
+            if purge and purge.unlocated_event_ids
+            else None,
+        }
+    )

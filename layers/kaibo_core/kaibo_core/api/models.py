@@ -547,5 +547,14 @@ class LedgerPage(SparseWireModel):
     nextFromSeq: int | None = None  # noqa: N815
 
 
-class ReceiptStateOut(ReceiptOut):
-    state: Literal["tombstoned", "purged"]
+class ReceiptStateOut(ReceiptOut, SparseWireModel):
+    state: Literal["tombstoned", "purged"] = Field(
+        description="tombstoned until the purge has finished the entry (after purgeAfter), then purged."
+    )
+    unlocatedEventIds: list[str] | None = Field(  # noqa: N815
+        default=None,
+        description="Only on a purged receipt whose entry was written before entries kept where their "
+        "events are: the events it names that the purge could not find, so it could not erase their "
+        "payloads (nothing can be made from them any more). Their payloads must be removed by hand "
+        "(docs/forget.md).",
+    )

@@ -205,6 +205,21 @@ class LedgerEntry:
         }
 
 
+@dataclass(frozen=True)
+class PurgeOutcome:
+    """How the purge finished a ledger entry, kept beside it (not hashed: the entry never changes).
+
+    ``finished_at`` is when it did. ``unlocated_event_ids`` are the events it named whose payload
+    the purge could not erase, because nothing records where they are (an entry written before
+    entries kept their events' locations, naming an event no memory cites); nothing can be made
+    from them any more (a tombstoned placeholder stands in their place). The receipt reads
+    ``purged`` either way and carries these ids beside its state.
+    """
+
+    finished_at: str
+    unlocated_event_ids: tuple[str, ...] = ()
+
+
 def make_entry(
     *,
     project_id: str,

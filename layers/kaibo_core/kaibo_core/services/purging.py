@@ -29,9 +29,9 @@ cites: nothing records where it is (events are keyed by stream and seq; no item 
 them), so its payload cannot be erased. Such an entry is finished all the same, once, instead of
 failing every run: a tombstoned placeholder without a source (``unlocated_placeholder``) keeps
 anything from being made from the event later (a job still pending makes nothing), every other step
-is done, and the entry leaves the work list marked ``unlocated`` with those event ids (its receipt
-keeps reading ``tombstoned``: not everything it names is erased). The run reports it, for the
-operator.
+is done, and the entry leaves the work list marked ``unlocated`` with those event ids. Its receipt
+then reads ``purged`` and names them (``unlocatedEventIds``): the purge is finished, and says which
+payloads it could not erase. The run reports it, for the operator.
 
 A run that dies after any step is finished by the next, which repeats the steps already done at
 no harm. Nothing that is not named by a due entry (or made from its events) is touched.
