@@ -49,14 +49,32 @@ def lambda_handler(
             "events": result.events,
         },
     )
+    if result.searches:
+        metrics.add_metric("PurgeLocateReads", MetricUnit.Count, result.locate_reads)
+    for project, receipt, searched in result.searches:
+        # One line per entry whose events were searched for this run (ids and counts only).
+        logger.info(
+            "purge searched the project's streams for events its entry does not locate"
+            if searched.finished
+            else "purge searched the project's streams for events its entry does not locate; "
+            "the next run goes on",
+            extra={
+                "projectId": project,
+                "receiptId": receipt,
+                "sought": len(searched.sought),
+                "found": len(searched.found),
+                "reads": searched.reads,
+                "finished": searched.finished,
+            },
+        )
     if result.unlocated:
         # Reported by the one run that finishes each entry (it then leaves the work list): ids only.
         metrics.add_metric(
             "PurgeEventsUnlocated", MetricUnit.Count, sum(count for _, _, count in result.unlocated)
         )
-        logger.error(
-            "purge finished entries without erasing some events' payloads: no memory cites them and "
-            "the entries predate stored event locations (their receipts name them: unlocatedEventIds)",
+        logger.warning(
+            "purge finished entries naming events that no stream of their project holds (no payload "
+            "stored to erase; their receipts name them: unlocatedEventIds)",
             extra={
                 "unlocated": [
                     {"projectId": project, "receiptId": receipt, "events": count}

@@ -178,6 +178,9 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
         ("dynamodb:BatchGetItem", "TermIndexTable"),  # index markers of unfinished indexes
         ("dynamodb:GetItem", "EventsTable"),  # the events a dead forget never wrote placeholders for
         ("dynamodb:UpdateItem", "EventsTable"),
+        # an entry older than stored event locations: its events searched for, keys and ids only
+        ("dynamodb:Query", "EventsTable"),
+        ("dynamodb:Query", "EventsTable/index/StreamHeads"),
     },
     "DocsFunction": set(),
     "SweeperFunction": {

@@ -438,8 +438,8 @@ def test_given_a_failing_receipt_when_verifying_it_with_the_sdk_then_each_failur
 def test_given_a_purged_receipt_naming_unlocated_events_when_verifying_it_then_ok_with_a_note(
     stub: Stub,
 ) -> None:
-    """The purge could not find event 2 (an entry older than stored event locations): the receipt
-    reads purged and names it; the other event is checked, event 2 is not looked for, its
+    """The purge found event 2 in no stream (an entry older than stored event locations): the
+    receipt reads purged and names it; the other event is checked, event 2 is not looked for, its
     provisional memory (the purge's placeholder) must read purged, and a note names it."""
     stub.receipts[receipt(3)]["unlocatedEventIds"] = [event_id(2)]
     report = verify_receipt(KaiboClient(stub.url, API_KEY), PROJECT, receipt(3))
@@ -447,7 +447,9 @@ def test_given_a_purged_receipt_naming_unlocated_events_when_verifying_it_then_o
     assert (report.state, report.events_checked, report.unlocated_event_ids) == ("purged", 1, (event_id(2),))
     assert event_requests(stub) == [(3, 1)]
     (note,) = report.notes
-    assert note.startswith(f"the purge could not locate 1 of its events (unlocatedEventIds: {event_id(2)})")
+    assert note.startswith(
+        f"the purge found 1 of its events in no stream of the project (unlocatedEventIds: {event_id(2)})"
+    )
 
 
 def test_given_an_unlocated_event_still_structurable_when_verifying_its_receipt_then_it_fails(

@@ -269,7 +269,7 @@ class KaiboClient(ClientSettings[httpx.Client, httpx.BaseTransport]):
 
     def receipt(self, receipt_id: str) -> dict[str, Any]:
         """GET /v1/receipts/{id}: the ledger entry of one forget plus its ``state`` (tombstoned|purged)
-        and, on a purged receipt whose purge could not find some of its events, ``unlocatedEventIds``."""
+        and, on a purged receipt naming events the purge found in no stream, ``unlocatedEventIds``."""
         return self._call(_calls.receipt(receipt_id))
 
     # -- webhooks (scope write; docs/webhooks.md) -----------------------------------------------

@@ -9,10 +9,9 @@ and for one receipt checks what the receipt promises (docs/forget.md, "Proving a
 - every memory it names is served without content, as ``tombstoned`` or ``purged``; once the
   receipt reads ``purged``, as ``purged`` only;
 - once the receipt reads ``purged``, every event it names is served without payload and salt,
-  except those it names in ``unlocatedEventIds`` (the purge could not find them: an entry written
-  before entries kept their events' locations): for each of these, the placeholder that keeps
-  anything from being made from it (its provisional memory) reads ``purged``, and a note says
-  that their payloads were not erased.
+  except those it names in ``unlocatedEventIds`` (the purge found them in no stream of the project:
+  no payload of theirs is stored): for each of these, the placeholder that keeps anything from
+  being made from it (its provisional memory) reads ``purged``, and a note names them.
 
 Served entries do not carry their project, which is part of every hashed header: the caller
 names it (``kaibo verify --project``, ``KAIBO_PROJECT_ID``). docs/verify.md specifies the bytes.
@@ -148,7 +147,7 @@ class ReceiptReport:
     events_checked: int  # events looked up (only once the receipt reads purged)
     failures: tuple[ReceiptFailure, ...]
     notes: tuple[str, ...]
-    #: The events the purge could not locate, as the receipt names them (their payloads not erased).
+    #: The events the purge found in no stream, as the receipt names them (nothing stored to erase).
     unlocated_event_ids: tuple[str, ...] = ()
 
     @property
@@ -299,7 +298,7 @@ class _ReceiptCheck:
                 self.fail(subject, f"{field}_served", f"{where} is served with its {field} after the purge")
 
     def unlocated_event(self, event_id: str) -> None:
-        """An event the purge could not locate: its place is unknown here too, but nothing may be
+        """An event the purge found in no stream: its place is unknown here too, but nothing may be
         made from it, so its provisional memory (the purge's placeholder) must read purged."""
         subject = f"event {event_id}"
         provisional = _provisional_memory_id(event_id)
@@ -311,13 +310,13 @@ class _ReceiptCheck:
             self.fail(
                 subject,
                 "event_not_blocked",
-                f"the purge could not locate it, and its placeholder {provisional} is not served",
+                f"the purge found it in no stream, and its placeholder {provisional} is not served",
             )
         elif memory.get("status") != "purged" or memory.get("content") is not None:
             self.fail(
                 subject,
                 "event_not_blocked",
-                f"the purge could not locate it, and its provisional memory {provisional} reads "
+                f"the purge found it in no stream, and its provisional memory {provisional} reads "
                 f"{memory.get('status')!r}{' with content' if memory.get('content') is not None else ''}, "
                 "not purged",
             )
@@ -337,7 +336,7 @@ def verify_receipt(
     ``now`` (timezone-aware; default: this machine's clock) decides whether ``purgeAfter`` has
     passed. A receipt past ``purgeAfter`` that still reads ``tombstoned`` is not a failure (the
     purge runs every few minutes): it is reported in ``notes`` as a pending purge. Nor is a purged
-    receipt naming ``unlocatedEventIds`` (the receipt says what was not erased): a note names them.
+    receipt naming ``unlocatedEventIds`` (events stored nowhere, nothing to erase): a note names them.
     Raises KaiboAPIError if the server refuses a call (``404 receipt_not_found``, ...).
     """
     now = now if now is not None else datetime.now(UTC)
@@ -382,10 +381,9 @@ def verify_receipt(
             check.event(event_id)
     if unlocated:
         check.notes.append(
-            f"the purge could not locate {len(unlocated)} of its events (unlocatedEventIds: "
-            f"{', '.join(unlocated)}), so it did not erase their payloads: the ledger entry predates "
-            "stored event locations. Nothing can be made from them; their payloads are removed by hand "
-            "(docs/forget.md)"
+            f"the purge found {len(unlocated)} of its events in no stream of the project "
+            f"(unlocatedEventIds: {', '.join(unlocated)}): no payload of theirs is stored, so there "
+            "was nothing to erase, and nothing can be made from them (docs/forget.md)"
         )
 
     seq = receipt.get("ledgerSeq")

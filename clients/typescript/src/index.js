@@ -536,7 +536,7 @@ export class Kaibo {
 
   /**
    * GET /v1/receipts/{id}: a forget's ledger entry and its state (tombstoned, then purged; a purged
-   * receipt may name in unlocatedEventIds the events whose payloads the purge could not find).
+   * receipt may name in unlocatedEventIds the events the purge found in no stream: nothing stored).
    */
   async receipt(receiptId, { signal, timeoutMs } = {}) {
     return this.#json("GET", `/v1/receipts/${segment(receiptId)}`, { idempotent: true, signal, timeoutMs });

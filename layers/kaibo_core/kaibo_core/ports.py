@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from kaibo_core.core.api_keys import IssuedKey
     from kaibo_core.core.forgetting import KeyedForget
     from kaibo_core.core.ledger import EventLocation, LedgerEntry, PurgeOutcome
+    from kaibo_core.core.locating import Searched
     from kaibo_core.core.models.events import EventRecord, StreamHead
     from kaibo_core.core.models.jobs import JobRecord, PendingJob
     from kaibo_core.core.models.keys import PlanUsageKey, StoredKey, UsageKeyGap
@@ -130,7 +131,9 @@ class DeletionLedger(Protocol):
 class PurgeWorkList(Protocol):
     """The ledger entries whose purge is owed (across projects), and their completion; and
     those whose forget never said its tombstones were all in place. ``release_forget_key``
-    deletes the record of the idempotency key an entry's forget was sent under, if still its."""
+    deletes the record of the idempotency key an entry's forget was sent under, if still its.
+    ``record_search`` keeps beside an entry what the purge's search for its events found and how
+    far it went (core/locating.py)."""
 
     def due(self, before: str, limit: int) -> list[LedgerEntry]: ...
 
@@ -139,6 +142,8 @@ class PurgeWorkList(Protocol):
     def release_forget_key(self, entry: LedgerEntry) -> None: ...
 
     def mark_unlocated(self, entry: LedgerEntry, event_ids: Sequence[str], at: str) -> None: ...
+
+    def record_search(self, entry: LedgerEntry, searched: Searched, at: str) -> None: ...
 
     def unapplied(self, before: str, limit: int) -> list[LedgerEntry]: ...
 

@@ -235,9 +235,10 @@ def _receipt_summary(report: ReceiptReport) -> str:
         events = f"{out.plural(report.events_checked, 'event', 'events')} without payload or salt"
         unlocated = len(report.unlocated_event_ids)
         if unlocated:
-            its, it = ("its payload", "it") if unlocated == 1 else ("their payloads", "them")
+            it = "it" if unlocated == 1 else "them"
             events += (
-                f", {unlocated} not located by the purge ({its} not erased; nothing can be made from {it})"
+                f", {unlocated} not found in any stream (nothing stored to erase; nothing can be made "
+                f"from {it})"
             )
     elif report.purge_due:
         events = "its events not checked (purge pending)"

@@ -19,25 +19,31 @@ provisional one), never counts twice.
 An index that never finished (its memory item, written last, is missing) is found by the marker
 its first chunk wrote (``erase_unfinished``, called by the purge with every memory id a ledger
 entry can have made): its postings' keys hold the stems of forgotten text.
+
+The purge's search for events whose place a ledger entry does not keep (core/locating.py) reads the
+project's stream heads (the StreamHeads index) and its streams' events, keys and ids only, a
+filter keeping the ids sought; eventually consistent (the events sought are older than their
+forget's grace window).
 """
 
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import ClientError
 
 from kaibo_core.adapters.aws import io_pool
-from kaibo_core.adapters.dynamodb_events import record_from_item
+from kaibo_core.adapters.dynamodb_events import STREAM_HEADS_INDEX, record_from_item
 from kaibo_core.adapters.dynamodb_memories import marked_memory, memory_item, placement_condition
 from kaibo_core.adapters.dynamodb_structuring import DynamoStructuringStore
 from kaibo_core.adapters.dynamodb_values import key, n, s
 from kaibo_core.core import storage_keys
 from kaibo_core.core.forgetting import FORGOTTEN, MemoryHeader
 from kaibo_core.core.indexing import DF_SHARDS, TermEntry, memory_plan, shard_of
+from kaibo_core.core.locating import EventsFound, StreamNames
 from kaibo_core.core.models.events import EventRecord
 from kaibo_core.core.models.memories import MemoryRecord
 from kaibo_core.core.storage_keys import ProjectId
@@ -49,6 +55,8 @@ if TYPE_CHECKING:
 #: A memory whose status keeps changing under the tombstone is retried this often.
 MAX_TOMBSTONE_ATTEMPTS: Final = 8
 _SIDES: Final = ("c", "h")
+#: Operands of one ``IN`` in a DynamoDB condition, at most.
+_MAX_FILTER_OPERANDS: Final = 100
 
 
 class DynamoForgetStore(DynamoStructuringStore):
@@ -362,6 +370,69 @@ class DynamoForgetStore(DynamoStructuringStore):
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
+
+    def stream_names(self, project: ProjectId, after: str | None, limit: int) -> StreamNames:
+        """One read of the project's streams, in name order, after the stream ``after`` (None: from
+        the first), at most ``limit``."""
+        partition = s(storage_keys.stream_heads_partition(project))
+        query: dict[str, Any] = {
+            "TableName": self._events,
+            "IndexName": STREAM_HEADS_INDEX,
+            "KeyConditionExpression": "headsPk = :project",
+            "ExpressionAttributeValues": {":project": partition},
+            "ProjectionExpression": "headsSk",
+            "Limit": limit,
+        }
+        if after is not None:
+            query["ExclusiveStartKey"] = {
+                "headsPk": partition,
+                "headsSk": s(after),
+                **key(storage_keys.head_key(project, after)),
+            }
+        response = self._client.query(**query)
+        items = response.get("Items", [])
+        return StreamNames(
+            tuple(item["headsSk"]["S"] for item in items),
+            more="LastEvaluatedKey" in response,
+            reads=int(response.get("ScannedCount", len(items))),
+        )
+
+    def find_events(
+        self, project: ProjectId, stream: str, event_ids: Collection[str], from_seq: int, limit: int
+    ) -> EventsFound:
+        """One read of ``stream`` from ``from_seq`` on (at most ``limit`` events, or DynamoDB's 1 MB
+        page): which of ``event_ids`` it holds, by their keys and ids alone (no payload is
+        returned). The filter names the ids when they fit one ``IN`` (its 100 operands); the ids
+        are matched here either way."""
+        query: dict[str, Any] = {
+            "TableName": self._events,
+            "KeyConditionExpression": "pk = :pk AND seq >= :from",
+            "ProjectionExpression": "seq, #id",
+            "ExpressionAttributeNames": {"#id": "id"},
+            "ExpressionAttributeValues": {
+                ":pk": s(storage_keys.events_pk(project, stream)),
+                ":from": n(max(from_seq, storage_keys.HEAD_SEQ + 1)),
+            },
+            "Limit": limit,
+        }
+        sought = sorted(event_ids)
+        if len(sought) <= _MAX_FILTER_OPERANDS:
+            names = {f":e{at}": s(event) for at, event in enumerate(sought)}
+            query["FilterExpression"] = f"#id IN ({', '.join(names)})"
+            query["ExpressionAttributeValues"].update(names)
+        response = self._client.query(**query)
+        wanted = set(sought)
+        found = {
+            item["id"]["S"]: int(item["seq"]["N"])
+            for item in response.get("Items", [])
+            if item.get("id", {}).get("S") in wanted
+        }
+        last = response.get("LastEvaluatedKey")
+        return EventsFound(
+            found,
+            next_seq=int(last["seq"]["N"]) + 1 if last else None,
+            reads=int(response.get("ScannedCount", 0)),
+        )
 
 
 def _tombstoned_by(item: dict[str, Any], receipt_id: str) -> bool:

@@ -35,6 +35,11 @@ Layout (keys built only by kaibo_core.core.storage_keys):
   naming an event no memory cites: its place is unknown) leaves it through ``mark_unlocated``
   instead: ``unlocatedEventIds`` (L of S) and ``unlocatedAt`` set, no ``purgedAt``. Either way the
   purge is finished (``purge_outcome``: its receipt reads ``purged``, with the unlocated ids).
+- The purge's search for such events in the project's streams (core/locating.py), neither hashed
+  nor served: each event it finds is appended to ``eventLocations`` (erased from then on like any
+  other); ``locateCursor`` (M ``stream``, ``seq``?) is where a search cut short by its run goes on,
+  and ``locateFinishedAt`` says it read every stream (an event still sought is stored nowhere).
+  Set by ``record_search``; the ``PurgeDue`` index projects them with the entry.
 
 An append reads the head (strongly consistent) and writes the entry, its receipt pointer
 and the new head in ONE TransactWriteItems, the head conditioned on still being what was
@@ -68,6 +73,7 @@ from kaibo_core.core.ledger import (
     new_receipt_id,
     records_same_forget,
 )
+from kaibo_core.core.locating import LocateCursor, LocateState, Searched
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.webhooks import Notification
 
@@ -143,6 +149,23 @@ def _locations(item: dict[str, Any]) -> tuple[EventLocation, ...]:
     )
 
 
+def _locate_state(item: dict[str, Any]) -> LocateState:
+    if "locateFinishedAt" in item:
+        return LocateState(finished=True)
+    cursor = item.get("locateCursor", {}).get("M")
+    if cursor is None:
+        return LocateState()
+    seq = int(cursor["seq"]["N"]) if "seq" in cursor else None
+    return LocateState(LocateCursor(cursor["stream"]["S"], seq))
+
+
+def _cursor_attribute(cursor: LocateCursor) -> Item:
+    fields: Item = {"stream": s(cursor.stream)}
+    if cursor.seq is not None:
+        fields["seq"] = n(cursor.seq)
+    return {"locateCursor": {"M": fields}}
+
+
 def keyed_item(project: ProjectId, keyed: KeyedForget) -> Item:
     item: Item = {
         **key(storage_keys.forget_key_key(project, keyed.key)),
@@ -214,6 +237,7 @@ def entry_from_item(item: dict[str, Any]) -> LedgerEntry:
         v=int(item["v"]["N"]),
         event_locations=_locations(item),
         forget_key=item["forgetKey"]["S"] if "forgetKey" in item else None,
+        locate=_locate_state(item),
     )
 
 
@@ -561,6 +585,34 @@ class DynamoLedgerStore:
             "REMOVE duePk, dueSk",
             ConditionExpression="attribute_exists(pk)",
             ExpressionAttributeValues={":ids": strings(sorted(event_ids)), ":at": s(at)},
+        )
+
+    def record_search(self, entry: LedgerEntry, searched: Searched, at: str) -> None:
+        """Keep what the purge's search for ``entry``'s events did this run: the locations it found
+        (appended to ``eventLocations``) and where it goes on, or that it finished. One write;
+        nothing hashed changes. Nothing to keep (no read this run): no write."""
+        if not searched.found and searched.state == entry.locate:
+            return
+        sets: list[str] = []
+        removes: list[str] = []
+        values: Item = {}
+        if searched.found:
+            sets.append("eventLocations = list_append(if_not_exists(eventLocations, :none), :found)")
+            values[":none"] = {"L": []}
+            values[":found"] = _locations_attribute(searched.found)["eventLocations"]
+        if searched.state.finished:
+            sets.append("locateFinishedAt = if_not_exists(locateFinishedAt, :at)")
+            removes.append("locateCursor")
+            values[":at"] = s(at)
+        elif searched.state.cursor is not None:
+            sets.append("locateCursor = :cursor")
+            values[":cursor"] = _cursor_attribute(searched.state.cursor)["locateCursor"]
+        self._client.update_item(
+            TableName=self._table,
+            Key=key(storage_keys.ledger_entry_key(ProjectId(entry.project_id), entry.seq)),
+            UpdateExpression=f"SET {', '.join(sets)}" + (f" REMOVE {', '.join(removes)}" if removes else ""),
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues=values,
         )
 
     def purge_outcome(self, entry: LedgerEntry) -> PurgeOutcome | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 
 from kaibo_core.core import chain
 from kaibo_core.core.forgetting import ForgetKeyTakenError, KeyedForget
@@ -21,6 +22,7 @@ from kaibo_core.core.ledger import (
     new_receipt_id,
     records_same_forget,
 )
+from kaibo_core.core.locating import Searched
 from kaibo_core.core.storage_keys import ProjectId
 
 
@@ -149,6 +151,14 @@ class InMemoryLedgerStore:
     def mark_unlocated(self, entry: LedgerEntry, event_ids: Sequence[str], at: str) -> None:
         with self._lock:
             self.unlocated.setdefault((entry.project_id, entry.seq), (tuple(sorted(event_ids)), at))
+
+    def record_search(self, entry: LedgerEntry, searched: Searched, at: str) -> None:  # noqa: ARG002
+        with self._lock:
+            entries = self.entries[entry.project_id]
+            kept = entries[entry.seq - 1]
+            entries[entry.seq - 1] = replace(
+                kept, event_locations=kept.event_locations + searched.found, locate=searched.state
+            )
 
     def purge_outcome(self, entry: LedgerEntry) -> PurgeOutcome | None:
         place = (entry.project_id, entry.seq)

@@ -336,7 +336,7 @@ def ledger_page(entries: Sequence[LedgerEntry], next_from_seq: int | None) -> Le
 
 def receipt_state_out(entry: LedgerEntry, purge: PurgeOutcome | None) -> ReceiptStateOut:
     """``tombstoned`` until the purge finished the entry, then ``purged``, with the events it
-    could not locate (if any) named beside the state."""
+    found in no stream (if any) named beside the state."""
     return ReceiptStateOut.model_validate(
         {
             **entry.as_served(),

@@ -554,7 +554,6 @@ class ReceiptStateOut(ReceiptOut, SparseWireModel):
     unlocatedEventIds: list[str] | None = Field(  # noqa: N815
         default=None,
         description="Only on a purged receipt whose entry was written before entries kept where their "
-        "events are: the events it names that the purge could not find, so it could not erase their "
-        "payloads (nothing can be made from them any more). Their payloads must be removed by hand "
-        "(docs/forget.md).",
+        "events are: the events it names that the purge found in no stream of the project, so no "
+        "payload of theirs is stored (nothing to erase; nothing can be made from them).",
     )

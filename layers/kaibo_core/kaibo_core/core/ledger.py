@@ -29,6 +29,7 @@ from typing import Any
 
 from kaibo_core.core import chain, ids
 from kaibo_core.core.errors import TooManyRequestsError
+from kaibo_core.core.locating import LocateState
 
 LEDGER_FORMAT_VERSION = 1
 
@@ -174,6 +175,9 @@ class LedgerEntry:
     #: The idempotency key the forget was sent under (None: none), kept with the entry but neither
     #: hashed nor served: the purge deletes the key's record, which holds the reason's salt.
     forget_key: str | None = field(default=None, compare=False)
+    #: How far the purge's search of the project's streams for the events whose place this entry
+    #: does not keep has gone (core/locating.py); neither hashed nor served.
+    locate: LocateState = field(default_factory=LocateState, compare=False)
 
     def header(self) -> dict[str, Any]:
         """The hashed header, rebuilt from the stored fields (``v`` as stored, not as current)."""
@@ -209,11 +213,12 @@ class LedgerEntry:
 class PurgeOutcome:
     """How the purge finished a ledger entry, kept beside it (not hashed: the entry never changes).
 
-    ``finished_at`` is when it did. ``unlocated_event_ids`` are the events it named whose payload
-    the purge could not erase, because nothing records where they are (an entry written before
-    entries kept their events' locations, naming an event no memory cites); nothing can be made
-    from them any more (a tombstoned placeholder stands in their place). The receipt reads
-    ``purged`` either way and carries these ids beside its state.
+    ``finished_at`` is when it did. ``unlocated_event_ids`` are the events it named that no stream
+    of the project holds (an entry written before entries kept their events' locations, naming an
+    event no memory cites, which the purge then searched every stream for): no payload of theirs is
+    stored, so there was nothing to erase, and nothing can be made from them (a tombstoned
+    placeholder stands in their place). The receipt reads ``purged`` either way and carries these
+    ids beside its state.
     """
 
     finished_at: str
