@@ -401,7 +401,10 @@ export interface ReceiptStateOut {
   reasonDigest: string;
   tombstonedAt: string;
   purgeAfter: string;
+  /** tombstoned until the purge has finished the entry (after purgeAfter), then purged. */
   state: "tombstoned" | "purged";
+  /** Only on a purged receipt whose entry was written before entries kept where their events are: the events it names that the purge found in no stream of the project, so no payload of theirs is stored (nothing to erase; nothing can be made from them). */
+  unlocatedEventIds?: string[] | null;
 }
 
 export interface RememberRequest {
