@@ -58,7 +58,7 @@ from kaibo_local.http_front import HttpFront
 from kaibo_local.template import create_tables, load_template
 from kaibo_local.workers import create_queues, sqs_event
 from tests.conftest import AwsStack, emulator_client, scan_all
-from tests.fixtures.faults import Crash, Fault, FaultInjector, both, mentions, quiesce_io_pool, touches
+from tests.fixtures.faults import Crash, Fault, FaultInjector, Kind, both, mentions, quiesce_io_pool, touches
 from tests.integration.api import ADMIN_CONTEXT, FakeLambdaContext, Reply, call, get_job, handler_module
 from tests.integration.iam_calls import checked_invocation
 from tests.integration.test_forget_api import SCHEDULED_EVENT, forget, forget_now, ledger, receipt
@@ -1136,12 +1136,24 @@ def kms_faults(stack: AwsStack) -> Iterator[FaultInjector]:
     hooked.remove()
 
 
-def test_a_keyed_forget_whose_salt_kms_refused_writes_nothing_and_a_retry_whose_decrypt_failed_replays_later(
+def kms_refused(reply: Reply, code: str = "kms_busy") -> bool:
+    """The answer to a request whose KMS call was refused: ``kms_busy`` (429, Retry-After 1) or
+    ``kms_key_unavailable`` (503)."""
+    status = 429 if code == "kms_busy" else 503
+    retry_after = "1" if code == "kms_busy" else None
+    return (reply.status, reply.body["error"]["code"], reply.headers.get("Retry-After")) == (
+        status,
+        code,
+        retry_after,
+    )
+
+
+def test_a_keyed_forget_whose_salt_kms_throttled_answers_kms_busy_writes_nothing_and_converges_by_the_retry(
     stack: AwsStack, kms_faults: FaultInjector
 ) -> None:
-    """The salt is encrypted before anything is written: a refused Encrypt leaves no trace and the
-    retry forgets once. A refused Decrypt (a retry reading the record) answers 500 and changes
-    nothing: the next retry answers the first answer."""
+    """The salt is encrypted before anything is written: a throttled Encrypt answers 429 kms_busy
+    (was 500) and leaves no trace, and the retry forgets once. A throttled Decrypt (a retry reading
+    the record) answers the same 429 and changes nothing: the next retry answers the first answer."""
     reference = new_project()
     remembered_and_structured(stack, reference)
     assert forget(reference, KEYED).status == 200
@@ -1153,7 +1165,7 @@ def test_a_keyed_forget_whose_salt_kms_refused_writes_nothing_and_a_retry_whose_
     refused = forget(project, KEYED)
 
     assert encrypt.fired == ["Encrypt"]
-    assert refused.status == 500, refused.body
+    assert kms_refused(refused), (refused.status, refused.body, refused.headers)
     assert state(stack, project) == before  # nothing of it
     first = forget(project, KEYED)
     assert first.status == 200, first.body
@@ -1164,11 +1176,54 @@ def test_a_keyed_forget_whose_salt_kms_refused_writes_nothing_and_a_retry_whose_
     failed = forget(project, KEYED)
 
     assert decrypt.fired == ["Decrypt"]
-    assert failed.status == 500, failed.body
+    assert kms_refused(failed), (failed.status, failed.body, failed.headers)
     assert state(stack, project) == after
     retry = forget(project, KEYED)
     assert retry.body["replayed"] is True
     assert_converged_by_the_retry(stack, reference, project, first=first, retry=retry, replies=replies)
+
+
+@pytest.mark.parametrize(
+    ("kind", "code"),
+    [
+        ("throttling", "kms_busy"),
+        ("kms_internal", "kms_busy"),
+        ("key_disabled", "kms_key_unavailable"),
+        ("key_pending_deletion", "kms_key_unavailable"),
+    ],
+)
+def test_a_webhook_create_or_rotation_whose_kms_call_failed_answers_its_code_and_writes_nothing(
+    stack: AwsStack, kms_faults: FaultInjector, caplog: pytest.LogCaptureFixture, kind: Kind, code: str
+) -> None:
+    """KMS encrypts the new secret before the webhook is written: a throttled or failing Encrypt
+    answers 429 kms_busy, a disabled key or one scheduled for deletion 503 kms_key_unavailable
+    (with an error line naming the key for the operator); was 500 either way. Nothing is written,
+    so sending the request again is safe, and it goes through once KMS answers."""
+    project = new_project()
+    body = {"url": "https://example.com/hook", "events": ["memory.forgotten"]}
+    kms_faults.add(Fault("Encrypt", kind))
+
+    with caplog.at_level(logging.ERROR):
+        refused = hooks(project, "POST", body=body)
+
+    assert kms_refused(refused, code), (refused.status, refused.body, refused.headers)
+    assert hooks(project, "GET").body["webhooks"] == []
+    unusable = [r for r in caplog.records if r.getMessage().startswith("KMS key unusable")]
+    assert [getattr(r, "kmsKeyId", None) for r in unusable] == (
+        [stack.kms_key_id] if code == "kms_key_unavailable" else []
+    )
+    webhook = subscribe(project, "https://example.com/hook")
+    kms_faults.add(Fault("Encrypt", kind))
+
+    rotation = hooks(project, "POST", f"{webhook['id']}/rotate-secret")
+
+    assert kms_refused(rotation, code), (rotation.status, rotation.body, rotation.headers)
+    stored = wiring.webhook_store().get(ProjectId(project), webhook["id"])
+    assert stored is not None
+    assert len(stored.secret_ciphertexts) == 1  # no second secret, no overlap started
+    assert stored.previous_until is None
+    assert [hook["id"] for hook in hooks(project, "GET").body["webhooks"]] == [webhook["id"]]
+    assert hooks(project, "POST", f"{webhook['id']}/rotate-secret").status == 200
 
 
 # -- 1. and 4. the purge: its writes failing, the function dying mid-run ----------------------------------

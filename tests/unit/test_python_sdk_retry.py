@@ -33,6 +33,15 @@ def test_given_a_transaction_race_429_then_only_an_idempotent_call_is_retried(co
     assert LOW.delay(0, busy, idempotent=False) is None
 
 
+@pytest.mark.parametrize("code", ["kms_busy", "stream_busy", "usage_plan_busy"])
+def test_given_a_429_answered_before_anything_was_written_then_every_call_is_retried(code: str) -> None:
+    # KMS refuses a webhook's secret or a keyed forget's salt before the route writes anything:
+    # a webhook creation sent again is still made once.
+    busy = KaiboAPIError(429, code, "m", retry_after=1)
+    assert LOW.delay(0, busy, idempotent=False) == 1
+    assert LOW.delay(0, busy, idempotent=True) == 1
+
+
 def test_given_a_retry_after_beyond_the_cap_then_the_error_is_final_at_once() -> None:
     # A used-up quota (the gateway's Retry-After: 3600): waiting the cap and asking again three
     # times would block ~90 s for the same answer; the caller reads retry_after instead.

@@ -34,7 +34,7 @@ RETRIED_SERVER_STATUSES = frozenset({500, 502, 503, 504})
 THROTTLED_STATUS = 429
 #: The 429 codes of a DynamoDB transaction race, and of a throttled read that may follow a write
 #: (``stream_busy`` is left out: remember is always idempotent, and its optimistic append loses
-#: without writing).
+#: without writing; so is ``kms_busy``: every route calls KMS before it writes anything).
 RACE_CODES = frozenset({"ledger_busy", "project_busy", "table_busy", "transaction_busy"})
 
 

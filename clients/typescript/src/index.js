@@ -25,7 +25,7 @@ const RETRIED_STATUSES = new Set([500, 502, 503, 504]);
  * its first attempt, or the call's earlier write, may have committed (docs/api.md),
  * so, like a 5xx, they are retried for idempotent calls only (a webhook or project created twice,
  * an unkeyed forget answering an empty set instead of its receipt). remember's stream_busy is not
- * among them: remember is idempotent.
+ * among them: remember is idempotent; nor is kms_busy: every route calls KMS before it writes.
  */
 const RACE_CODES = new Set(["ledger_busy", "project_busy", "table_busy", "transaction_busy"]);
 const JSON_TYPE = "application/json";

@@ -230,6 +230,14 @@ describe("the client", () => {
     assert.equal(keyed.calls.length, 2);
   });
 
+  test("kms_busy is retried for every call, a webhook creation too (KMS is called before any write)", async () => {
+    const made = { id: "wh_1", secret: "whsec_x" };
+    const { fetch, calls } = scripted(apiError(429, "kms_busy", {}, { "Retry-After": "0" }), json(201, made));
+    const answer = await client(fetch).createWebhook({ url: "https://h.example/k", events: ["memory.forgotten"] });
+    assert.deepEqual(answer, made);
+    assert.equal(calls.length, 2);
+  });
+
   test("a 429 past maxRetries throws it, with retryAfter", async () => {
     const { fetch, calls } = scripted(apiError(429, "rate_limited", {}, { "Retry-After": "0" }));
     await assert.rejects(client(fetch, { maxRetries: 2 }).recall("q"), { status: 429, code: "rate_limited", retryAfter: 0 });

@@ -67,6 +67,10 @@ BATCH_GET_BACKOFF_BASE_SECONDS = 0.01
 BATCH_GET_BACKOFF_CAP_SECONDS = 0.5
 BATCH_GET_RETRY_AFTER_SECONDS = 1
 
+#: What ``429 kms_busy`` asks the caller to wait: KMS throttled (or could not serve) an Encrypt or
+#: Decrypt once the SDK's own retries gave up.
+KMS_RETRY_AFTER_SECONDS = 1
+
 #: Every retry loop of an invocation stops this long before the function's time runs out (or, for
 #: an invocation shorter than 6 s, this fraction of its time): what is left writes the 429 answer,
 #: or fails the job for SQS or EventBridge to retry (core/deadline.py).
