@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 import ssl
+import threading
 from typing import Any, cast
 
 import pytest
@@ -285,6 +286,49 @@ def test_dns_failure(no_connection: list[Any]) -> None:
     assert (result.status, result.error) == (None, "dns_failed")
     result = deliver("https://nowhere.example/in", BODY, HEADERS, policy=STRICT, resolver=FakeResolver([]))
     assert (result.status, result.error) == (None, "dns_failed")
+    assert no_connection == []
+
+
+class StuckResolver:
+    """A resolver that does not answer until ``release`` (or, at the latest, ``SAFETY_SECONDS``,
+    so that a delivery which waits for it still ends); then it answers a public address."""
+
+    SAFETY_SECONDS = 5.0
+
+    def __init__(self) -> None:
+        self.asked = threading.Event()
+        self.release = threading.Event()
+        self.answered = threading.Event()
+
+    def __call__(self, host: str, port: int, family: int = 0, kind: int = 0) -> list[tuple[Any, ...]]:
+        self.asked.set()
+        self.release.wait(self.SAFETY_SECONDS)
+        self.answered.set()
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.216.34", port))]
+
+
+def test_a_resolver_that_does_not_answer_ends_the_delivery_as_a_timeout_within_its_time(
+    no_connection: list[Any],
+) -> None:
+    # The lookup was made before the delivery's deadline started: a stuck resolver held the
+    # worker for as long as it liked. Now it spends the same timeout as connecting and reading.
+    resolver = StuckResolver()
+    try:
+        result = deliver(
+            "https://hooks.example.com/in",
+            BODY,
+            HEADERS,
+            policy=STRICT,
+            timeout_seconds=0.2,
+            resolver=resolver,
+        )
+        still_resolving = not resolver.answered.is_set()
+    finally:
+        resolver.release.set()
+    assert resolver.asked.is_set()
+    assert still_resolving, "deliver waited for the resolver past its timeout"
+    assert (result.status, result.error) == (None, "timeout")
+    assert result.latency_ms < StuckResolver.SAFETY_SECONDS * 1000
     assert no_connection == []
 
 

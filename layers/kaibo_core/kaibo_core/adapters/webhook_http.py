@@ -10,6 +10,9 @@ Kaibo call its own infrastructure. So:
 - ``deliver`` (every attempt): resolves the host once, refuses if *any* address it resolves to
   is not public, then connects to the address it vetted, never to a fresh resolution (a DNS
   answer that changes between the check and the connect, "DNS rebinding", cannot get past).
+  The lookup counts against the delivery's timeout like the rest: it runs in a thread of its
+  own, and a resolver that has not answered when the time is up ends the delivery as a timeout
+  (the thread is left to finish on its own; its answer is dropped).
   The Host header, TLS SNI and certificate verification still use the hostname. Redirects are
   never followed; at most 64 KiB of the response is read, then discarded.
 
@@ -27,9 +30,11 @@ import ipaddress
 import re
 import socket
 import ssl
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -378,12 +383,32 @@ class _DnsFailedError(Exception):
     pass
 
 
-def _resolve(target: _Target, policy: TargetPolicy, resolver: Resolver) -> list[_IPAddress]:
+def _lookup(target: _Target, resolver: Resolver, deadline: _Deadline) -> Sequence[tuple[Any, ...]]:
+    """``resolver``'s answer for the target, waited for no longer than the deadline allows
+    (TimeoutError then). getaddrinfo cannot be interrupted, so it runs in a daemon thread that
+    outlives a timed-out delivery until the system resolver gives up."""
+    answer: Future[Sequence[tuple[Any, ...]]] = Future()
+
+    def look_up() -> None:
+        try:
+            answer.set_result(resolver(target.host, target.port, 0, socket.SOCK_STREAM))
+        except BaseException as error:  # handed to the delivery, which classifies it
+            answer.set_exception(error)
+
+    threading.Thread(target=look_up, name="webhook-dns", daemon=True).start()
+    return answer.result(timeout=deadline.remaining())
+
+
+def _resolve(
+    target: _Target, policy: TargetPolicy, resolver: Resolver, deadline: _Deadline
+) -> list[_IPAddress]:
     literal = _literal_ip(target.host)
     if literal is not None:
         return [literal]  # already vetted by _parse
     try:
-        entries = resolver(target.host, target.port, 0, socket.SOCK_STREAM)
+        entries = _lookup(target, resolver, deadline)
+    except TimeoutError:
+        raise  # the delivery's time is up (an OSError too, but not a DNS failure)
     except (OSError, UnicodeError) as error:
         raise _DnsFailedError from error
     addresses: list[_IPAddress] = []
@@ -426,15 +451,17 @@ def deliver(
     def result(status: int | None, error: str | None) -> DeliveryResult:
         return DeliveryResult(status, int((time.monotonic() - started) * 1000), error)
 
+    deadline = _Deadline(timeout_seconds)  # from the start: the lookup spends it too
     try:
         target = _parse(url, policy)
-        addresses = _resolve(target, policy, resolver)
+        addresses = _resolve(target, policy, resolver, deadline)
     except TargetRefused as refused:
         return result(None, _REFUSAL_ERRORS[refused.code])
     except _DnsFailedError:
         return result(None, ERROR_DNS_FAILED)
+    except TimeoutError:
+        return result(None, ERROR_TIMEOUT)
 
-    deadline = _Deadline(timeout_seconds - (time.monotonic() - started))
     tls = (tls_context or _default_tls()) if target.scheme == "https" else None
     connection = _PinnedHTTPConnection(target.host, target.port, addresses, deadline, tls)
     try:
