@@ -694,7 +694,9 @@ def structuring_step(
         ),
         "commit": ("TransactWriteItems", mentions(project, '":replaced"')),
         "postings follow": ("TransactWriteItems", mentions(project, "SET unindexed = :yes")),
-        "job finished": ("UpdateItem", mentions(project, '":done"')),
+        # Only the finish sets memoryIds: the job's start and fail updates name ":done" too (in
+        # their conditions), and the first of those is the start, before any event is structured.
+        "job finished": ("UpdateItem", mentions(project, "memoryIds = :ids")),
     }[step]
 
 
