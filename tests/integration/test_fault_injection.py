@@ -43,7 +43,7 @@ from kaibo_core.core.chain import ChainVerifier
 from kaibo_core.core.clock import format_instant, instant_ms, utc_now
 from kaibo_core.core.indexing import decode_posting
 from kaibo_core.core.ledger import LedgerEntry
-from kaibo_core.core.locating import LOCATE_READS_PER_RUN
+from kaibo_core.core.locating import LOCATE_READS_PER_RUN, EventsFound, StreamNames
 from kaibo_core.core.models.jobs import MAX_RECEIVE_COUNT
 from kaibo_core.core.models.memories import MemoryRecord
 from kaibo_core.core.storage_keys import ProjectId
@@ -51,7 +51,7 @@ from kaibo_core.core.text import analyze
 from kaibo_core.core.webhooks import RETRY_SCHEDULE_SECONDS, Delivery, encode_message
 from kaibo_core.runtime import wiring
 from kaibo_core.runtime.settings import get_settings
-from kaibo_core.services.purging import Purger
+from kaibo_core.services.purging import Purger, StreamSearch
 from kaibo_core.services.webhook_dispatch import WebhookDispatcher
 from kaibo_local.gateway import LocalGateway
 from kaibo_local.http_front import HttpFront
@@ -71,6 +71,7 @@ from tests.integration.test_structuring_api import run_structure, take_job_messa
 from tests.integration.test_webhooks_api import Receiver, drain, hooks, pump, subscribe
 from tools.repair_index import STOPPED_EXIT
 from tools.repair_index import main as repair_main
+from tools.requeue_unlocated import main as requeue_unlocated_main
 
 #: One job of two events; the second retires the first's memory (a link, so a commit with a retire).
 BATCH = [
@@ -1573,6 +1574,96 @@ def test_an_entry_naming_an_event_no_stream_holds_is_finished_once_naming_it(
 
 
 @pytest.mark.parametrize("others", [0, 100])
+class NoStreams:
+    """A project's streams as the purge saw them before it searched: none."""
+
+    def stream_names(self, project: ProjectId, after: str | None, limit: int) -> StreamNames:
+        return StreamNames((), more=False, reads=0)
+
+    def find_events(
+        self, project: ProjectId, stream: str, event_ids: Any, from_seq: int, limit: int
+    ) -> EventsFound:
+        raise AssertionError("no stream to read")
+
+
+def marked_unlocated_by_an_older_purge(stack: AwsStack, entry: LedgerEntry) -> None:
+    """What the purge did to an old-shape entry before it searched streams: every other step done,
+    the entry marked unlocated (off the work list) with no search recorded: no ``locateFinishedAt``."""
+    settings = get_settings()
+    purger = Purger(
+        DynamoLedgerStore(wiring.dynamodb(), settings.ledger_table),
+        DynamoForgetStore(
+            wiring.dynamodb(), settings.memories_table, settings.index_table, settings.events_table
+        ),
+        utc_now,
+    )
+    search = StreamSearch(NoStreams(), LOCATE_READS_PER_RUN, lambda: True)
+    done = purger.purge(entry, format_instant(utc_now()), search)
+    assert done.unlocated == entry.event_ids
+    item = ledger_item(stack, entry.project_id, entry.id)
+    stack.dynamodb.update_item(
+        TableName=settings.ledger_table,
+        Key={"pk": item["pk"], "sk": item["sk"]},
+        UpdateExpression="REMOVE locateFinishedAt",
+    )
+
+
+def requeue_unlocated(stack: AwsStack, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str]:
+    """tools/requeue_unlocated.py on this test's ledger table: its exit status and what it printed."""
+    capsys.readouterr()
+    table = stack.tables["LedgerTable"]
+    status = requeue_unlocated_main(["--ledger-table", table, "--endpoint-url", stack.endpoint_url, *extra])
+    return status, capsys.readouterr().out
+
+
+def test_an_entry_an_older_purge_marked_unlocated_is_requeued_then_its_event_found_and_erased(
+    stack: AwsStack, faults: Faults, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An old-shape entry that the purge marked unlocated before it searched streams is off the
+    work list with its event's payload still stored (the receipt names the event). The requeue
+    tool, run in steps of one item read, finds it and puts it back on the list, once; the purge's
+    next run then finds the event in the project's streams and erases its payload, and the receipt
+    reads plain purged."""
+    project = new_project()
+    remembered_in_other_streams(project)
+    event_id, held = remembered_unindexed(stack, faults, project)
+    entry = entry_of_the_old_shape(project, event_id)
+    marked_unlocated_by_an_older_purge(stack, entry)
+    assert purge_later()["entries"] == 0  # off the work list: never searched
+    assert "payload" in stored_event(stack, project, event_id)
+    assert receipt(project, entry.id).body["unlocatedEventIds"] == [event_id]
+
+    printed: list[str] = []
+    status, out = requeue_unlocated(stack, capsys, "--max-items", "1")
+    printed.append(out)
+    while status == STOPPED_EXIT:
+        (cursor,) = re.findall(r"--cursor '([^']+)'", out)
+        status, out = requeue_unlocated(stack, capsys, "--max-items", "1", "--cursor", cursor)
+        printed.append(out)
+
+    assert status == 0, printed
+    assert len(printed) > 1  # bounded: one item read per run, resumed from its cursor
+    assert "".join(printed).count(f"requeued {project} {entry.id}") == 1
+    assert requeue_unlocated(stack, capsys)[1].endswith("0 requeued; finished\n")  # once
+    result = purge_later()
+
+    assert (result["entries"], result["events"]) == (1, 1)
+    event = stored_event(stack, project, event_id)
+    assert not {"payload", "salt"} & event.keys()
+    assert {"hash", "payloadDigest"} <= event.keys()  # the chain still verifies
+    item = ledger_item(stack, project, entry.id)
+    assert [place["M"]["id"]["S"] for place in item["eventLocations"]["L"]] == [event_id]
+    assert {"purgedAt", "locateFinishedAt"} <= item.keys()
+    assert not {"duePk", "unlocatedEventIds", "unlocatedAt", "locateCursor"} & item.keys()
+    assert receipt(project, entry.id).body == {**entry.as_served(), "state": "purged"}
+    assert ledger(project).body["entries"] == [entry.as_served()]  # nothing hashed rewritten
+    assert requeue_unlocated(stack, capsys)[1].endswith(
+        "0 unsearched unlocated entries, 0 requeued; finished\n"
+    )
+    assert purge_later() == {"applied": 0, "entries": 0, "memories": 0, "events": 0, "complete": True}
+    assert_never_structured(stack, project, held)
+
+
 def test_a_stream_read_for_sought_events_finds_them_however_many_are_sought(
     stack: AwsStack, others: int
 ) -> None:

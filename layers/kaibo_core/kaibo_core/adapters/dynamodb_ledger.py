@@ -39,7 +39,12 @@ Layout (keys built only by kaibo_core.core.storage_keys):
   nor served: each event it finds is appended to ``eventLocations`` (erased from then on like any
   other); ``locateCursor`` (M ``stream``, ``seq``?) is where a search cut short by its run goes on,
   and ``locateFinishedAt`` says it read every stream (an event still sought is stored nowhere).
-  Set by ``record_search``; the ``PurgeDue`` index projects them with the entry.
+  Set by ``record_search``; the ``PurgeDue`` index projects them with the entry. An entry marked
+  unlocated before the search existed has ``unlocatedEventIds`` and no ``locateFinishedAt``: its
+  events were never searched for, and it is on no index. ``unsearched_unlocated`` finds such
+  entries (a Scan: tools/requeue_unlocated.py, once) and ``requeue_unsearched`` puts each back on
+  the work list (``duePk``/``dueSk`` again), for the purge to search; ``mark_purged`` then drops
+  the stale ``unlocatedEventIds``/``unlocatedAt``.
 
 An append reads the head (strongly consistent) and writes the entry, its receipt pointer
 and the new head in ONE TransactWriteItems, the head conditioned on still being what was
@@ -97,6 +102,8 @@ _LAST_SORT_KEY: Final = "9" * storage_keys.LEDGER_SEQ_DIGITS
 #: The sparse index of entries whose tombstones may be unfinished, and its one partition.
 UNAPPLIED_INDEX: Final = "Unapplied"
 UNAPPLIED_PARTITION: Final = "unapplied"
+#: Items a Scan for entries marked unlocated before the purge searched streams reads per page.
+_SCAN_PAGE: Final = 1000
 #: The sparse index of entries whose purge is still owed, and its one partition.
 PURGE_DUE_INDEX: Final = "PurgeDue"
 PURGE_DUE_PARTITION: Final = "due"
@@ -552,7 +559,9 @@ class DynamoLedgerStore:
         self._client.update_item(
             TableName=self._table,
             Key=key(storage_keys.ledger_entry_key(ProjectId(entry.project_id), entry.seq)),
-            UpdateExpression="SET purgedAt = if_not_exists(purgedAt, :at) REMOVE duePk, dueSk",
+            # An entry an older purge marked unlocated, whose events were found since: not anymore.
+            UpdateExpression="SET purgedAt = if_not_exists(purgedAt, :at) "
+            "REMOVE duePk, dueSk, unlocatedEventIds, unlocatedAt",
             ConditionExpression="attribute_exists(pk)",
             ExpressionAttributeValues={":at": s(purged_at)},
         )
@@ -614,6 +623,56 @@ class DynamoLedgerStore:
             ConditionExpression="attribute_exists(pk)",
             ExpressionAttributeValues=values,
         )
+
+    def unsearched_unlocated(
+        self, start: Item | None, max_items: int
+    ) -> tuple[list[LedgerEntry], Item | None, int]:
+        """Entries of every project an older purge marked unlocated without searching the project's
+        streams for their events (``unlocatedEventIds``, no ``locateFinishedAt``, no ``purgedAt``),
+        from ``start`` (a key this returned) on, reading about ``max_items`` items of the table (a
+        Scan: they are on no index). Returns them, the key to go on from (None: the table was
+        read to its end), and the items read."""
+        found: list[LedgerEntry] = []
+        read = 0
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "FilterExpression": "attribute_exists(unlocatedEventIds) "
+            "AND attribute_not_exists(locateFinishedAt) AND attribute_not_exists(purgedAt)",
+            "ConsistentRead": True,
+        }
+        while True:
+            if start:
+                request["ExclusiveStartKey"] = start
+            request["Limit"] = max(1, min(_SCAN_PAGE, max_items - read))
+            page = self._client.scan(**request)
+            read += page.get("ScannedCount", 0)
+            found.extend(entry_from_item(item) for item in page.get("Items", []))
+            start = page.get("LastEvaluatedKey")
+            if not start or read >= max_items:
+                return found, start, read
+
+    def requeue_unsearched(self, entry: LedgerEntry) -> bool:
+        """Put ``entry`` (from ``unsearched_unlocated``) back on the purge's work list, whose next
+        run searches the project's streams for its events. False when it is not (or no longer)
+        such an entry: searched, purged, or requeued already. Nothing hashed changes."""
+        project = ProjectId(entry.project_id)
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=key(storage_keys.ledger_entry_key(project, entry.seq)),
+                UpdateExpression="SET duePk = :due, dueSk = :sk",
+                ConditionExpression="attribute_exists(unlocatedEventIds) AND attribute_not_exists("
+                "locateFinishedAt) AND attribute_not_exists(purgedAt) AND attribute_not_exists(duePk)",
+                ExpressionAttributeValues={
+                    ":due": s(PURGE_DUE_PARTITION),
+                    ":sk": s(storage_keys.work_list_sort_key(entry.purge_after, project, entry.seq)),
+                },
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
 
     def purge_outcome(self, entry: LedgerEntry) -> PurgeOutcome | None:
         """How the purge finished ``entry`` (strongly consistent), or None while it is owed."""

@@ -36,7 +36,9 @@ erased like any other. An event that no stream of the project holds has no paylo
 anywhere: a tombstoned placeholder without a source (``unlocated_placeholder``) keeps anything from
 being made from it later (a job still pending makes nothing), every other step is done, and the
 entry leaves the work list marked ``unlocated`` with those event ids. Its receipt then reads
-``purged`` and names them (``unlocatedEventIds``). The run reports it, for the operator.
+``purged`` and names them (``unlocatedEventIds``). The run reports it, for the operator. (An entry
+an older purge marked unlocated without searching is off the work list: tools/requeue_unlocated.py
+puts it back once, and it is searched like any other.)
 
 A run that dies after any step is finished by the next, which repeats the steps already done at
 no harm. Nothing that is not named by a due entry (or made from its events) is touched.
