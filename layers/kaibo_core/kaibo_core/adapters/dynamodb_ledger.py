@@ -680,14 +680,16 @@ class DynamoLedgerStore:
             TableName=self._table,
             Key=key(storage_keys.ledger_entry_key(ProjectId(entry.project_id), entry.seq)),
             ConsistentRead=True,
-            ProjectionExpression="purgedAt, unlocatedEventIds, unlocatedAt",
+            ProjectionExpression="purgedAt, unlocatedEventIds, unlocatedAt, locateFinishedAt",
         ).get("Item")
         if not item:
             return None
         if "purgedAt" in item:  # every payload erased (by this run or, in a race, by another)
             return PurgeOutcome(item["purgedAt"]["S"])
-        if "unlocatedEventIds" in item:
+        if "unlocatedEventIds" in item and "locateFinishedAt" in item:  # searched for: stored nowhere
             return PurgeOutcome(item["unlocatedAt"]["S"], string_list(item["unlocatedEventIds"]))
+        # Owed: not finished, or marked unlocated by a purge from before the stream search, which
+        # never looked for the events (their payloads may be stored; tools/requeue_unlocated.py).
         return None
 
     def unapplied(self, before: str, limit: int) -> list[LedgerEntry]:
