@@ -1443,17 +1443,17 @@ def test_the_purge_erases_the_payload_of_every_event_its_entry_names_even_one_no
     assert_never_structured(stack, project, held)
 
 
-def entry_of_the_old_shape(project: str, event_id: str) -> LedgerEntry:
+def entry_of_the_old_shape(project: str, event_id: str, age: timedelta = timedelta(0)) -> LedgerEntry:
     """A ledger entry as written before entries kept their events' locations (no
     ``event_locations``), naming ``event_id`` and its provisional memory, whose forget died before
-    writing it: nothing tells where the event is."""
+    writing it: nothing tells where the event is. Due ``age`` ago."""
     return DynamoLedgerStore(wiring.dynamodb(), get_settings().ledger_table).append(
         ProjectId(project),
         memory_ids=[f"mem_{event_id.partition('_')[2]}"],
         event_ids=[event_id],
         reason_digest="0" * 64,
-        tombstoned_at=format_instant(utc_now()),
-        purge_after=format_instant(utc_now()),
+        tombstoned_at=format_instant(utc_now() - age),
+        purge_after=format_instant(utc_now() - age),
     )
 
 
@@ -1718,6 +1718,44 @@ def test_a_search_cut_by_the_run_s_read_budget_goes_on_at_the_next_run_and_finis
     ]
     assert_found_and_erased(stack, project, entry, event_id)
     assert_never_structured(stack, project, held)
+
+
+def test_an_entry_whose_search_goes_on_waits_behind_the_entries_due_after_it(
+    stack: AwsStack, faults: Faults
+) -> None:
+    """A run takes the oldest due entries, at most ``limit`` (200). An old entry whose search the
+    read budget keeps cutting short waits behind the entries due meanwhile: a forget due after it
+    is purged by the next run, though the search still goes on (before, the search held its place
+    at the head of every run's list, and enough such entries kept every later forget unpurged)."""
+    project = new_project()
+    remembered_in_other_streams(project)
+    event_id, _held = remembered_unindexed(stack, faults, project)
+    purge_later()  # nothing else of the session left due but what keeps failing
+    settings = get_settings()
+    ledger_store = DynamoLedgerStore(wiring.dynamodb(), settings.ledger_table)
+    others = len(ledger_store.due(format_instant(utc_now() + timedelta(minutes=5)), 1000))
+    old = entry_of_the_old_shape(project, event_id, age=timedelta(hours=1))
+    later = new_project()
+    remembered_and_structured(stack, later)
+    forgotten = forget_now(later, FORGET)
+    assert forgotten.status == 200, forgotten.body
+
+    def one_run(minutes: int) -> None:
+        Purger(
+            ledger_store,
+            DynamoForgetStore(
+                wiring.dynamodb(), settings.memories_table, settings.index_table, settings.events_table
+            ),
+            lambda: utc_now() + timedelta(minutes=minutes),
+            locate_reads_per_run=2,
+        ).run(has_time=lambda: True, limit=others + 1)
+
+    one_run(2)  # the old entry first: its search, cut short
+    one_run(3)
+
+    assert receipt(later, forgotten.body["receipt"]["id"]).body["state"] == "purged"
+    assert receipt(project, old.id).body["state"] == "tombstoned"  # its search goes on
+    assert "locateCursor" in ledger_item(stack, project, old.id)
 
 
 @pytest.mark.parametrize(

@@ -133,7 +133,8 @@ class PurgeWorkList(Protocol):
     those whose forget never said its tombstones were all in place. ``release_forget_key``
     deletes the record of the idempotency key an entry's forget was sent under, if still its.
     ``record_search`` keeps beside an entry what the purge's search for its events found and how
-    far it went (core/locating.py)."""
+    far it went (core/locating.py); while the search goes on, it moves the entry behind the
+    entries due before then, so that ``due`` does not offer it ahead of them every run."""
 
     def due(self, before: str, limit: int) -> list[LedgerEntry]: ...
 

@@ -45,6 +45,8 @@ Layout (keys built only by kaibo_core.core.storage_keys):
   entries (a Scan: tools/requeue_unlocated.py, once) and ``requeue_unsearched`` puts each back on
   the work list (``duePk``/``dueSk`` again), for the purge to search; ``mark_purged`` then drops
   the stale ``unlocatedEventIds``/``unlocatedAt``.
+  While its search goes on, each run sets the entry's ``dueSk`` to that run's instant: it waits
+  behind the entries due before, instead of taking a place in every run's list ahead of them.
 
 An append reads the head (strongly consistent) and writes the entry, its receipt pointer
 and the new head in ONE TransactWriteItems, the head conditioned on still being what was
@@ -598,13 +600,17 @@ class DynamoLedgerStore:
 
     def record_search(self, entry: LedgerEntry, searched: Searched, at: str) -> None:
         """Keep what the purge's search for ``entry``'s events did this run: the locations it found
-        (appended to ``eventLocations``) and where it goes on, or that it finished. One write;
-        nothing hashed changes. Nothing to keep (no read this run): no write."""
-        if not searched.found and searched.state == entry.locate:
-            return
+        (appended to ``eventLocations``) and where it goes on, or that it finished. A search that
+        goes on also moves the entry behind every entry due before ``at`` on the work list
+        (``dueSk``), read or not this run: entries waiting for long searches never hold the
+        entries due after them off a run's list. One write; nothing hashed changes."""
+        project = ProjectId(entry.project_id)
         sets: list[str] = []
         removes: list[str] = []
         values: Item = {}
+        if not searched.state.finished:
+            sets.append("dueSk = :behind")
+            values[":behind"] = s(storage_keys.work_list_sort_key(at, project, entry.seq))
         if searched.found:
             sets.append("eventLocations = list_append(if_not_exists(eventLocations, :none), :found)")
             values[":none"] = {"L": []}
@@ -616,9 +622,11 @@ class DynamoLedgerStore:
         elif searched.state.cursor is not None:
             sets.append("locateCursor = :cursor")
             values[":cursor"] = _cursor_attribute(searched.state.cursor)["locateCursor"]
+        if not sets:
+            return  # nothing found, and finished already
         self._client.update_item(
             TableName=self._table,
-            Key=key(storage_keys.ledger_entry_key(ProjectId(entry.project_id), entry.seq)),
+            Key=key(storage_keys.ledger_entry_key(project, entry.seq)),
             UpdateExpression=f"SET {', '.join(sets)}" + (f" REMOVE {', '.join(removes)}" if removes else ""),
             ConditionExpression="attribute_exists(pk)",
             ExpressionAttributeValues=values,

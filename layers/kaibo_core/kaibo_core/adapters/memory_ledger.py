@@ -35,6 +35,8 @@ class InMemoryLedgerStore:
         #: (project, seq) -> the events the purge could not locate, and when it finished the entry.
         self.unlocated: dict[tuple[str, int], tuple[tuple[str, ...], str]] = {}
         self.applied: set[tuple[str, int]] = set()
+        #: (project, seq) -> where an entry whose search goes on waits on the work list (its dueSk).
+        self.due_behind: dict[tuple[str, int], str] = {}
         self.keys: dict[tuple[str, str], KeyedForget] = {}
 
     def append(
@@ -133,7 +135,10 @@ class InMemoryLedgerStore:
                 and (entry.project_id, entry.seq) not in self.purged
                 and (entry.project_id, entry.seq) not in self.unlocated
             ]
-        return sorted(waiting, key=lambda e: (e.purge_after, e.project_id, e.seq))[:limit]
+        return sorted(
+            waiting,
+            key=lambda e: (self.due_behind.get((e.project_id, e.seq), e.purge_after), e.project_id, e.seq),
+        )[:limit]
 
     def mark_purged(self, entry: LedgerEntry, purged_at: str) -> None:
         with self._lock:
@@ -152,8 +157,10 @@ class InMemoryLedgerStore:
         with self._lock:
             self.unlocated.setdefault((entry.project_id, entry.seq), (tuple(sorted(event_ids)), at))
 
-    def record_search(self, entry: LedgerEntry, searched: Searched, at: str) -> None:  # noqa: ARG002
+    def record_search(self, entry: LedgerEntry, searched: Searched, at: str) -> None:
         with self._lock:
+            if not searched.state.finished:  # behind the entries due before ``at`` (as dueSk)
+                self.due_behind[(entry.project_id, entry.seq)] = at
             entries = self.entries[entry.project_id]
             kept = entries[entry.seq - 1]
             entries[entry.seq - 1] = replace(

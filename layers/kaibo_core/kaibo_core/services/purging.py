@@ -30,7 +30,8 @@ cites: nothing it keeps says where it is (events are keyed by stream and seq; no
 id to them). The purge then searches the project's streams for it (core/locating.py: keys and ids
 only, never a payload), within a read budget per run shared by every entry and within the run's
 time; a search cut short keeps its cursor beside the entry, and the next run goes on from there
-(the entry's other steps are done meanwhile, and it stays on the work list). Each event found is
+(the entry's other steps are done meanwhile, and it stays on the work list, behind the entries due
+before that run: ``record_search``). Each event found is
 recorded in the entry's locations (a placeholder citing it is written if it has no memory) and
 erased like any other. An event that no stream of the project holds has no payload stored
 anywhere: a tombstoned placeholder without a source (``unlocated_placeholder``) keeps anything from
