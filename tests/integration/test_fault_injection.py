@@ -41,6 +41,7 @@ from kaibo_core.adapters.sqs_webhooks import SqsWebhookQueue
 from kaibo_core.core import ids
 from kaibo_core.core.chain import ChainVerifier
 from kaibo_core.core.clock import format_instant, instant_ms, utc_now
+from kaibo_core.core.forgetting import unlocated_placeholder
 from kaibo_core.core.indexing import decode_posting
 from kaibo_core.core.ledger import LedgerEntry
 from kaibo_core.core.locating import LOCATE_READS_PER_RUN, EventsFound, StreamNames
@@ -1573,7 +1574,6 @@ def test_an_entry_naming_an_event_no_stream_holds_is_finished_once_naming_it(
     assert get_memory(project, placeholder).body["status"] == "purged"
 
 
-@pytest.mark.parametrize("others", [0, 100])
 class NoStreams:
     """A project's streams as the purge saw them before it searched: none."""
 
@@ -1619,11 +1619,12 @@ def requeue_unlocated(stack: AwsStack, capsys: pytest.CaptureFixture[str], *extr
 def test_an_entry_an_older_purge_marked_unlocated_is_requeued_then_its_event_found_and_erased(
     stack: AwsStack, faults: Faults, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """An old-shape entry that the purge marked unlocated before it searched streams is off the
-    work list with its event's payload still stored (the receipt names the event). The requeue
-    tool, run in steps of one item read, finds it and puts it back on the list, once; the purge's
-    next run then finds the event in the project's streams and erases its payload, and the receipt
-    reads plain purged."""
+    """A purge deployed before it searched streams marked an old entry unlocated without looking:
+    the event's payload is still stored, so its receipt reads tombstoned, not purged (it read purged,
+    naming the event as stored nowhere). tools/requeue_unlocated.py puts the entry back on the work
+    list, and the next purge finds the event, erases its payload, gives the placeholder that purge
+    wrote the event it stands for (kaibo verify finds the event through it) and marks the entry
+    purged."""
     project = new_project()
     remembered_in_other_streams(project)
     event_id, held = remembered_unindexed(stack, faults, project)
@@ -1661,10 +1662,13 @@ def test_an_entry_an_older_purge_marked_unlocated_is_requeued_then_its_event_fou
     assert requeue_unlocated(stack, capsys)[1].endswith(
         "0 unsearched unlocated entries, 0 requeued; finished\n"
     )
+    placeholder = unlocated_placeholder(project, event_id, entry.tombstoned_at)
+    assert get_memory(project, placeholder.id).body["sourceEvents"] == [event_id]  # verify finds it
     assert purge_later() == {"applied": 0, "entries": 0, "memories": 0, "events": 0, "complete": True}
     assert_never_structured(stack, project, held)
 
 
+@pytest.mark.parametrize("others", [0, 100])
 def test_a_stream_read_for_sought_events_finds_them_however_many_are_sought(
     stack: AwsStack, others: int
 ) -> None:

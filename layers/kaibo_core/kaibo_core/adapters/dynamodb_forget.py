@@ -45,7 +45,7 @@ from kaibo_core.core.forgetting import FORGOTTEN, MemoryHeader
 from kaibo_core.core.indexing import DF_SHARDS, TermEntry, memory_plan, shard_of
 from kaibo_core.core.locating import EventsFound, StreamNames
 from kaibo_core.core.models.events import EventRecord
-from kaibo_core.core.models.memories import MemoryRecord
+from kaibo_core.core.models.memories import MemoryRecord, SourceEventRef
 from kaibo_core.core.storage_keys import ProjectId
 
 if TYPE_CHECKING:
@@ -153,6 +153,43 @@ class DynamoForgetStore(DynamoStructuringStore):
                 return _tombstoned_by(found, marks["receiptId"])
             raise
         return True
+
+    def cite_source(self, project: ProjectId, memory_id: str, ref: SourceEventRef) -> None:
+        """Give a forgotten placeholder that cites no event (``unlocated_placeholder``, written
+        before the purge searched streams) the event it stands for, once the search found it: a
+        receipt's check finds the event through it. Any other item is left as it is."""
+        try:
+            self._client.update_item(
+                TableName=self._memories,
+                Key=key(storage_keys.memory_key(project, memory_id)),
+                UpdateExpression="SET sourceEvents = :refs, #stream = :stream",
+                ConditionExpression=(
+                    "#status IN (:tombstoned, :purged) "
+                    "AND (attribute_not_exists(sourceEvents) OR size(sourceEvents) = :none)"
+                ),
+                ExpressionAttributeNames={"#status": "status", "#stream": "stream"},
+                ExpressionAttributeValues={
+                    ":refs": {
+                        "L": [
+                            {
+                                "M": {
+                                    "eventId": s(ref.event_id),
+                                    "stream": s(ref.stream),
+                                    "seq": n(ref.seq),
+                                    "hash": s(ref.hash),
+                                }
+                            }
+                        ]
+                    },
+                    ":stream": s(ref.stream),
+                    ":tombstoned": s("tombstoned"),
+                    ":purged": s("purged"),
+                    ":none": n(0),
+                },
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
 
     def _put_placeholder(self, placeholder: MemoryRecord, marks: dict[str, str]) -> bool:
         item = memory_item(placeholder, 0)

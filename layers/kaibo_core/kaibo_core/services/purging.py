@@ -65,7 +65,7 @@ from kaibo_core.core.locating import (
     StreamNames,
 )
 from kaibo_core.core.models.events import EventRecord
-from kaibo_core.core.models.memories import MemoryRecord
+from kaibo_core.core.models.memories import MemoryRecord, SourceEventRef
 from kaibo_core.core.provisional import provisional_memory_id
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.core.structuring.drafts import MAX_DRAFTS_PER_EVENT
@@ -103,6 +103,7 @@ class PurgeStore(StreamReader, Protocol):
     ) -> list[MemoryRecord | None]: ...
     def remove_many_from_index(self, memories: Sequence[MemoryRecord]) -> None: ...
     def erase_payload(self, project: ProjectId, stream: str, seq: int) -> None: ...
+    def cite_source(self, project: ProjectId, memory_id: str, ref: SourceEventRef) -> None: ...
     def get_events(self, project: ProjectId, locations: Sequence[tuple[str, int]]) -> list[EventRecord]: ...
 
 
@@ -294,7 +295,8 @@ class Purger:
             entry = replace(
                 entry, event_locations=entry.event_locations + searched.found, locate=searched.state
             )
-            targets += self._placeholders(entry, {memory.id for memory in targets})
+            sourceless = {memory.id for memory in targets if not memory.source_events}
+            targets += self._placeholders(entry, {memory.id for memory in targets} - sourceless, sourceless)
         finished = searched is None or searched.finished
         if finished:
             targets += self._block_unlocated(entry, targets)
@@ -319,11 +321,16 @@ class Purger:
         memories = list(self._store.get_many(project, [*named, *made]).values())
         before = self._store.tombstone_many(project, memories, _marks(entry))
         kept = [was if was is not None else memory for was, memory in zip(before, memories, strict=True)]
-        return kept + self._placeholders(entry, {memory.id for memory in memories})
+        sourceless = {memory.id for memory in memories if not memory.source_events}
+        return kept + self._placeholders(entry, {memory.id for memory in memories} - sourceless, sourceless)
 
-    def _placeholders(self, entry: LedgerEntry, existing: set[str]) -> list[MemoryRecord]:
+    def _placeholders(
+        self, entry: LedgerEntry, existing: set[str], sourceless: Collection[str] = ()
+    ) -> list[MemoryRecord]:
         """The placeholders of ``entry``'s events that have no provisional memory, written (a
-        memory made from such an event meanwhile is tombstoned instead, and returned)."""
+        memory made from such an event meanwhile is tombstoned instead, and returned). A
+        placeholder in ``sourceless`` (written by a purge before it searched streams: it cites no
+        event) is given the event it stands for instead, now that its place is known."""
         project = ProjectId(entry.project_id)
         missing = [
             (stream, seq)
@@ -332,6 +339,10 @@ class Purger:
         ]
         placed: list[MemoryRecord] = []
         for event in self._store.get_events(project, missing) if missing else []:
+            if provisional_memory_id(event.id) in sourceless:
+                ref = SourceEventRef(event.id, event.stream, event.seq, event.hash)
+                self._store.cite_source(project, provisional_memory_id(event.id), ref)
+                continue
             placeholder = forgotten_placeholder(event, entry.tombstoned_at)
             was = self._store.tombstone(project, placeholder.id, _marks(entry), placeholder=placeholder)
             placed.append(was if was is not None else placeholder)
