@@ -1663,7 +1663,8 @@ def test_an_entry_an_older_purge_marked_unlocated_is_requeued_then_its_event_fou
         "0 unsearched unlocated entries, 0 requeued; finished\n"
     )
     placeholder = unlocated_placeholder(project, event_id, entry.tombstoned_at)
-    assert get_memory(project, placeholder.id).body["sourceEvents"] == [event_id]  # verify finds it
+    cited = get_memory(project, placeholder.id).body["sourceEvents"]
+    assert [source["eventId"] for source in cited] == [event_id]  # kaibo verify finds it there
     assert purge_later() == {"applied": 0, "entries": 0, "memories": 0, "events": 0, "complete": True}
     assert_never_structured(stack, project, held)
 
