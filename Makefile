@@ -74,8 +74,9 @@ lint: venv
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy layers/kaibo_core/kaibo_core functions clients/python/kaibo local tests bench tools
 
+# One pytest-xdist worker per core, each running whole test files (pyproject.toml, addopts).
 pytest: venv tools
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n auto
 
 # The layers' pinned wheels exist for Lambda's platform (asks the package index; installs nothing).
 layer-wheels: venv

@@ -12,6 +12,9 @@ import boto3
 import pytest
 from botocore.config import Config
 
+# A hung test's thread dump (pytest-timeout) reaches the terminal from an xdist worker too.
+pytest_plugins = ["tests.fixtures.worker_timeout"]
+
 # A stack a test starts as a process (``python -m kaibo_local``, ``make run``) keeps nothing unless
 # the test gives it a data folder of its own: never the repository's .kaibo-data/.
 os.environ["KAIBO_DATA_DIR"] = ":memory:"
