@@ -3,7 +3,9 @@ of events whose function died between commit and relay (kaibo_core.services.webh
 
 A queue batch reports partial failures: a message whose handling raised (DynamoDB, KMS) is
 retried by SQS, and after the queue's maxReceiveCount reaches its dead-letter queue. A receiver's
-failure is not an exception: it schedules the next attempt itself.
+failure is not an exception: it schedules the next attempt itself. Each message's receive count
+goes to the dispatcher: a delivery the invocation's deadline cut short on its last receive is
+recorded as the receiver's timeout rather than failed once more.
 """
 
 from __future__ import annotations
@@ -30,6 +32,12 @@ from kaibo_core.services.webhook_dispatch import WebhookDispatcher
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
+def receive_count(record: SQSRecord) -> int | None:
+    """How many times SQS has delivered this message (None if the record does not say)."""
+    count = record.attributes.get("ApproximateReceiveCount")
+    return int(count) if isinstance(count, str) and count.isdigit() else None
+
+
 def dispatch_record(record: SQSRecord, dispatcher: WebhookDispatcher) -> None:
     try:
         message = decode_message(record.body)
@@ -44,7 +52,7 @@ def dispatch_record(record: SQSRecord, dispatcher: WebhookDispatcher) -> None:
     if isinstance(message, Delivery):
         ids |= {"webhookId": message.webhook_id, "attempt": message.attempt}
     try:
-        outcome = dispatcher.handle(message, record.message_id)
+        outcome = dispatcher.handle(message, record.message_id, receive_count(record))
     except Exception as exc:
         logger.error("webhook dispatch failed", extra={**ids, **failure_fields(exc)})
         raise

@@ -1131,3 +1131,15 @@ def test_given_the_structuring_queue_then_poison_messages_reach_its_dead_letter_
     assert consumer["Events"]["StructuringJobs"]["Properties"]["FunctionResponseTypes"] == [
         "ReportBatchItemFailures"
     ]
+
+
+def test_given_the_webhook_queue_then_the_dispatcher_knows_its_last_receive(
+    template: dict[str, Any],
+) -> None:
+    """A delivery the deadline cut short is recorded on its message's last receive, never failed
+    into the dead-letter queue unrecorded: the dispatcher must know which receive that is."""
+    from kaibo_core.core.webhooks import WEBHOOK_MAX_RECEIVE_COUNT
+
+    queue = template["Resources"]["WebhookQueue"]["Properties"]
+    assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {"Fn::GetAtt": ["WebhookDeadLetterQueue", "Arn"]}
+    assert queue["RedrivePolicy"]["maxReceiveCount"] == WEBHOOK_MAX_RECEIVE_COUNT

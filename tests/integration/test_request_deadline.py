@@ -8,6 +8,7 @@ backoff is its longest (the jitter's upper bound): no real waits, no wall-clock 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -23,6 +24,7 @@ from kaibo_core.core import backoff, deadline, webhooks
 from kaibo_core.core.errors import TooManyRequestsError
 from kaibo_core.core.limits import BATCH_GET_ROUNDS, TRANSACTION_RACE_ATTEMPTS
 from kaibo_core.core.storage_keys import ProjectId
+from kaibo_core.core.webhooks import WEBHOOK_MAX_RECEIVE_COUNT
 from kaibo_core.runtime import wiring
 from kaibo_core.runtime.settings import get_settings
 from kaibo_core.services.memories import MemoriesService
@@ -266,16 +268,40 @@ class SlowReceiver:
         return DeliveryResult(None, round(timeout * 1000), "timeout")
 
 
-def pending_delivery(stack: Any, project: ProjectId) -> tuple[str, dict[str, Any]]:
-    """A webhook of ``project`` and the SQS event of its first delivery of a committed event."""
+#: The webhook queue's ARN in the SQS events of these tests (the dispatcher does not read it).
+WEBHOOK_QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:webhooks"
+
+
+def pending_delivery(stack: Any, project: ProjectId, attempt: int = 1) -> tuple[str, dict[str, Any]]:
+    """A webhook of ``project`` and the queue message of attempt ``attempt`` of its delivery of a
+    committed event (as ReceiveMessage returns it); the attempts before it were made."""
     webhook_id = create_webhook(project, InvocationClock(timeout_ms=10_000)).body["id"]
     store = DynamoWebhookStore(wiring.dynamodb(), get_settings().webhooks_table)
     [event] = store.emit(
         project, [webhooks.forgotten("rcpt_x", 1, ["m1"], ["e1"])], "2026-06-02T09:30:00.000Z"
     )
-    body = webhooks.encode_message(webhooks.Delivery(project, webhook_id, event.seq, 1))
-    message = {"MessageId": f"msg-{webhook_id}", "ReceiptHandle": "rh", "Body": body}
-    return webhook_id, sqs_event([message], "arn:aws:sqs:us-east-1:123456789012:webhooks")
+    for earlier in range(1, attempt):
+        assert store.claim_attempt(project, webhook_id, event.seq, earlier, f"earlier-{earlier}")
+    body = webhooks.encode_message(webhooks.Delivery(project, webhook_id, event.seq, attempt))
+    return webhook_id, {"MessageId": f"msg-{webhook_id}", "ReceiptHandle": "rh", "Body": body}
+
+
+def received(message: dict[str, Any], receive_count: int) -> dict[str, Any]:
+    """The SQS event of ``message`` on its ``receive_count``-th receive."""
+    counted = {**message, "Attributes": {"ApproximateReceiveCount": str(receive_count)}}
+    return sqs_event([counted], WEBHOOK_QUEUE_ARN)
+
+
+def take_deliveries(stack: Any, project: ProjectId) -> list[dict[str, Any]]:
+    """The messages of ``project``'s deliveries visible on the webhook queue, taken off it."""
+    url = stack.queues["WebhookQueue"]
+    taken: list[dict[str, Any]] = []
+    while batch := stack.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+        for m in batch:
+            stack.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+            if webhooks.decode_message(m["Body"]).project_id == project:
+                taken.append(m)
+    return taken
 
 
 def dispatch(sqs: dict[str, Any], clock: InvocationClock, receiver: SlowReceiver) -> list[str]:
@@ -295,17 +321,19 @@ def dispatch(sqs: dict[str, Any], clock: InvocationClock, receiver: SlowReceiver
     return [failure["itemIdentifier"] for failure in result.get("batchItemFailures", [])]
 
 
+@pytest.mark.parametrize("receive", [1, WEBHOOK_MAX_RECEIVE_COUNT - 1])
 def test_a_delivery_near_the_deadline_waits_only_the_time_left_and_is_made_again_later(
-    webhook_env: Any,
+    webhook_env: Any, receive: int
 ) -> None:
     """4 s left: the receiver gets 4 s less the reserve (1 s), not its 10. Cut short by the
     deadline, the attempt is not the receiver's failure: nothing is recorded, the webhook stays
-    healthy, and the message fails for SQS to deliver again (the same attempt)."""
+    healthy, and the message fails for SQS to deliver again (the same attempt) while it has a
+    receive left before the dead-letter queue."""
     project = ProjectId(new_project())
-    webhook_id, sqs = pending_delivery(webhook_env, project)
+    webhook_id, message = pending_delivery(webhook_env, project)
     receiver = SlowReceiver()
 
-    failed = dispatch(sqs, InvocationClock(timeout_ms=4_000), receiver)
+    failed = dispatch(received(message, receive), InvocationClock(timeout_ms=4_000), receiver)
 
     assert receiver.given == [3.0]
     assert failed == [f"msg-{webhook_id}"]
@@ -314,7 +342,9 @@ def test_a_delivery_near_the_deadline_waits_only_the_time_left_and_is_made_again
     assert hook is not None
     assert hook.status == "active"
 
-    redelivered = dispatch(sqs, InvocationClock(timeout_ms=60_000), receiver)  # SQS's redelivery
+    redelivered = dispatch(  # SQS's redelivery
+        received(message, receive + 1), InvocationClock(timeout_ms=60_000), receiver
+    )
 
     assert receiver.given == [3.0, 10.0]  # its whole timeout: now the receiver's own failure
     assert redelivered == []
@@ -322,12 +352,91 @@ def test_a_delivery_near_the_deadline_waits_only_the_time_left_and_is_made_again
     assert (attempt.attempt, attempt.error, attempt.outcome) == (1, "timeout", "retrying")
 
 
-def test_a_delivery_is_not_started_with_too_little_time_left(webhook_env: Any) -> None:
+@pytest.mark.parametrize(
+    ("attempt", "outcome", "status"),
+    [(1, "retrying", "active"), (len(webhooks.RETRY_SCHEDULE_SECONDS), "failed", "failing")],
+)
+def test_a_delivery_cut_short_on_its_messages_last_receive_is_recorded_as_the_receivers_timeout(
+    webhook_env: Any, attempt: int, outcome: str, status: str
+) -> None:
+    """Failed once more, the message would reach the dead-letter queue with nothing recorded: on
+    its last receive, the attempt the deadline cut short counts as the receiver's timeout, and goes
+    on as any failed attempt (the retry schedule's next one; after the last, ``failing``)."""
     project = ProjectId(new_project())
-    webhook_id, sqs = pending_delivery(webhook_env, project)
+    webhook_id, message = pending_delivery(webhook_env, project, attempt)
     receiver = SlowReceiver()
 
-    failed = dispatch(sqs, InvocationClock(timeout_ms=1_000), receiver)  # 0.75 s less the reserve
+    failed = dispatch(
+        received(message, WEBHOOK_MAX_RECEIVE_COUNT), InvocationClock(timeout_ms=4_000), receiver
+    )
+
+    assert (failed, receiver.given) == ([], [3.0])
+    [made] = wiring.webhook_store().attempts(project, webhook_id, 10)
+    assert (made.attempt, made.error, made.outcome) == (attempt, "timeout", outcome)
+    assert (made.next_attempt_at is not None) == (outcome == "retrying")
+    hook = wiring.webhook_store().get(project, webhook_id)
+    assert hook is not None
+    assert hook.status == status
+
+
+def test_a_delivery_with_too_little_time_left_is_handed_on_to_a_fresh_message(webhook_env: Any) -> None:
+    """1 s left (0.75 s less the reserve): the delivery does not start, and its message does not
+    fail either (that would spend one of its receives). A fresh copy of the message is queued,
+    and a later invocation with its whole time makes the attempt with it."""
+    project = ProjectId(new_project())
+    webhook_id, message = pending_delivery(webhook_env, project)
+    receiver = SlowReceiver()
+
+    failed = dispatch(received(message, 1), InvocationClock(timeout_ms=1_000), receiver)
+
+    assert (failed, receiver.given) == ([], [])
+    assert wiring.webhook_store().attempts(project, webhook_id, 10) == []
+    [handed_on] = take_deliveries(webhook_env, project)
+    claimed_as_original = {**json.loads(message["Body"]), "claimant": f"msg-{webhook_id}"}
+    assert json.loads(handed_on["Body"]) == claimed_as_original
+
+    made = dispatch(received(handed_on, 1), InvocationClock(timeout_ms=60_000), receiver)
+
+    assert (made, receiver.given) == ([], [10.0])
+    [attempt] = wiring.webhook_store().attempts(project, webhook_id, 10)
+    assert (attempt.attempt, attempt.error, attempt.outcome) == (1, "timeout", "retrying")
+
+
+def test_a_delivery_cut_short_then_handed_on_is_made_under_the_claim_of_its_first_receive(
+    webhook_env: Any,
+) -> None:
+    """Receive 1 claims the attempt and is cut short; receive 2 comes too late in its invocation
+    and is handed on. The copy makes the attempt under the original message's claim: under its own
+    id it would lose the claim as a duplicate, and the delivery would stay pending, unrecorded."""
+    project = ProjectId(new_project())
+    webhook_id, message = pending_delivery(webhook_env, project)
+    receiver = SlowReceiver()
+    assert dispatch(received(message, 1), InvocationClock(timeout_ms=4_000), receiver) == [
+        f"msg-{webhook_id}"
+    ]
+    assert dispatch(received(message, 2), InvocationClock(timeout_ms=1_000), receiver) == []
+    [handed_on] = take_deliveries(webhook_env, project)
+
+    made = dispatch(received(handed_on, 1), InvocationClock(timeout_ms=60_000), receiver)
+
+    assert (made, receiver.given) == ([], [3.0, 10.0])
+    [attempt] = wiring.webhook_store().attempts(project, webhook_id, 10)
+    assert (attempt.attempt, attempt.error, attempt.outcome) == (1, "timeout", "retrying")
+
+
+def test_a_delivery_that_cannot_be_handed_on_fails_its_message(webhook_env: Any) -> None:
+    """Queueing the fresh copy fails: the message fails, for SQS to deliver it again."""
+    project = ProjectId(new_project())
+    webhook_id, message = pending_delivery(webhook_env, project)
+    sqs_faults = FaultInjector(wiring.sqs(), webhook_env.sqs)
+    try:
+        sqs_faults.add(Fault("SendMessage", "unavailable", when=mentions(webhook_id)))
+        receiver = SlowReceiver()
+
+        failed = dispatch(received(message, 1), InvocationClock(timeout_ms=1_000), receiver)
+    finally:
+        sqs_faults.remove()
 
     assert (failed, receiver.given) == ([f"msg-{webhook_id}"], [])
     assert wiring.webhook_store().attempts(project, webhook_id, 10) == []
+    assert take_deliveries(webhook_env, project) == []

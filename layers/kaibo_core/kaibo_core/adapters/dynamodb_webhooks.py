@@ -538,7 +538,8 @@ class DynamoWebhookStore:
     ) -> bool:
         """May the queue message ``message_id`` make attempt ``attempt`` of this delivery? Yes if
         it is the next attempt of a pending delivery, or this message's own attempt again (SQS
-        redelivered it after a crash); no for a duplicate message (a second relay of the event)."""
+        redelivered it after a crash, or a copy handed on for lack of time claims under its id);
+        no for a duplicate message (a second relay of the event)."""
         try:
             self._client.update_item(
                 TableName=self._table,

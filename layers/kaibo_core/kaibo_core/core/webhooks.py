@@ -55,6 +55,11 @@ ROTATION_OVERLAP_SECONDS: Final = 24 * 3600
 RETRY_SCHEDULE_SECONDS: Final = (0, 5, 300, 1800, 7200, 18000, 36000, 36000)
 JITTER_FRACTION: Final = 0.2
 
+#: The webhook queue's maxReceiveCount (template.yaml, tests/contract/test_template.py): receives of
+#: one message before SQS moves it to the dead-letter queue. On this receive a delivery the
+#: invocation's deadline cut short is recorded as the receiver's timeout instead of failing again.
+WEBHOOK_MAX_RECEIVE_COUNT: Final = 5
+
 _WEBHOOK_ID: Final = re.compile(r"wh_[0-9a-z]{20}")
 
 
@@ -283,28 +288,34 @@ class FanOut:
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
-    """Attempt ``attempt`` of sending event ``seq`` to one webhook, not before ``not_before``."""
+    """Attempt ``attempt`` of sending event ``seq`` to one webhook, not before ``not_before``.
+
+    ``claimant``: the queue message whose claim on the attempt this message makes it under (set on
+    a copy handed on for lack of time: its original may have claimed the attempt already, on an
+    earlier receive); None, the message's own."""
 
     project_id: str
     webhook_id: str
     seq: int
     attempt: int
     not_before: str | None = None
+    claimant: str | None = None
 
 
 def encode_message(message: FanOut | Delivery) -> str:
     if isinstance(message, FanOut):
         return json.dumps({"kind": "fanout", "projectId": message.project_id, "seq": message.seq})
-    return json.dumps(
-        {
-            "kind": "deliver",
-            "projectId": message.project_id,
-            "webhookId": message.webhook_id,
-            "seq": message.seq,
-            "attempt": message.attempt,
-            "notBefore": message.not_before,
-        }
-    )
+    fields: dict[str, Any] = {
+        "kind": "deliver",
+        "projectId": message.project_id,
+        "webhookId": message.webhook_id,
+        "seq": message.seq,
+        "attempt": message.attempt,
+        "notBefore": message.not_before,
+    }
+    if message.claimant is not None:
+        fields["claimant"] = message.claimant
+    return json.dumps(fields)
 
 
 def decode_message(text: str) -> FanOut | Delivery:
@@ -320,6 +331,7 @@ def decode_message(text: str) -> FanOut | Delivery:
                 int(raw["seq"]),
                 int(raw["attempt"]),
                 raw.get("notBefore"),
+                raw.get("claimant"),
             )
     except (KeyError, TypeError, json.JSONDecodeError) as exc:
         raise ValueError(f"not a webhook queue message: {exc}") from exc

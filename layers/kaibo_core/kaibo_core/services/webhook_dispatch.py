@@ -5,25 +5,38 @@ crashed function left unrelayed (the sweeper).
   webhook that wants it (no table write: a duplicate fan-out only makes duplicate messages).
 - A delivery message makes one attempt. It first **claims** the attempt on the delivery's state
   item (``claim_attempt``): a duplicate message loses the claim and is dropped, while SQS
-  redelivering the same message after a crash wins it again. The POST is signed per Standard
-  Webhooks with every active secret; 2xx settles the delivery; anything else queues the next
-  attempt after the retry schedule's wait (``core/webhooks.py``); after the last attempt the
-  message goes to the dead-letter queue and the webhook is marked ``failing``. The delivery is
-  settled only after these: when one of them fails, the redelivered message makes the attempt
-  again and redoes them (the dead-letter queue may get the message twice, never zero times).
+  redelivering the same message after a crash wins it again (and so does a copy of it handed on,
+  below). The POST is signed per Standard Webhooks with every active secret; 2xx settles the
+  delivery; anything else queues the next attempt after the retry schedule's wait
+  (``core/webhooks.py``); after the last attempt the message goes to the dead-letter queue and
+  the webhook is marked ``failing``. The delivery is settled only after these: when one of them
+  fails, the redelivered message makes the attempt again and redoes them (the dead-letter queue
+  may get the message twice, never zero times).
 
 A slow or dead receiver costs this function's time only: remember, recall and forget never wait
 for a delivery. A delivery waits for its receiver at most its own timeout, or what is left before
-the invocation's deadline when that is less (``core/deadline.py``). One that cannot start with
-``MIN_DELIVERY_SECONDS`` left, or that the deadline cut short, is not an attempt of the receiver's:
-nothing is recorded, ``OutOfTimeError`` fails the message, and SQS redelivers it to a later
-invocation, which makes the same attempt again with its whole timeout.
+the invocation's deadline when that is less (``core/deadline.py``). Running out of the invocation's
+time is not the receiver's failure, and it must not spend the message's receives until SQS moves it
+to the dead-letter queue with nothing recorded (``WEBHOOK_MAX_RECEIVE_COUNT``):
+
+- A delivery that cannot start with ``MIN_DELIVERY_SECONDS`` left is **handed on**: a fresh copy
+  of its message is queued (with receives of its own and a later invocation's whole time) and this
+  message succeeds. The copy claims the attempt under the original message's id (``claimant``),
+  which may hold the claim already from an earlier receive the deadline cut short. If queueing the
+  copy fails, the message fails and SQS redelivers it.
+- A delivery the deadline cut short has claimed its attempt: nothing is recorded,
+  ``OutOfTimeError`` fails the message, and SQS redelivers it to a later invocation, which makes
+  the same attempt again with its whole timeout. On the message's last receive the attempt is
+  recorded as the receiver's timeout instead, and goes on like any failed attempt (the retry
+  schedule's next attempt, or the dead-letter queue after the last), so no message reaches the
+  dead-letter queue unrecorded.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import timedelta
 from typing import Final, Literal, Protocol
 
@@ -100,11 +113,12 @@ class WebhookDispatcher:
         self._retry_scale = retry_scale
         self._timeout_seconds = timeout_seconds
 
-    def handle(self, message: FanOut | Delivery, message_id: str) -> str:
-        """Process one queue message; returns what happened (for the log line)."""
+    def handle(self, message: FanOut | Delivery, message_id: str, receive_count: int | None = None) -> str:
+        """Process one queue message; returns what happened (for the log line). ``receive_count``:
+        SQS's ApproximateReceiveCount of the message (unknown: not its last receive)."""
         if isinstance(message, FanOut):
             return self._fan_out(message)
-        return self._deliver(message, message_id)
+        return self._deliver(message, message_id, receive_count)
 
     # -- fan-out ----------------------------------------------------------------------------------
 
@@ -120,7 +134,7 @@ class WebhookDispatcher:
 
     # -- one attempt ------------------------------------------------------------------------------
 
-    def _deliver(self, message: Delivery, message_id: str) -> str:
+    def _deliver(self, message: Delivery, message_id: str, receive_count: int | None) -> str:
         project = ProjectId(message.project_id)
         now = self._clock()
         if message.not_before is not None:
@@ -134,16 +148,20 @@ class WebhookDispatcher:
         event = self._store.event(project, message.seq)
         if event is None:
             return "event_expired"
+        claimant = message.claimant or message_id
         timeout = invocation.seconds_within(self._timeout_seconds)
         if timeout < min(MIN_DELIVERY_SECONDS, self._timeout_seconds):
-            raise invocation.OutOfTimeError("too little of the invocation is left for a delivery")
-        if not self._store.claim_attempt(project, sub.id, event.seq, message.attempt, message_id):
+            # Failing this message would spend one of its receives.
+            self._queue.deliver(replace(message, claimant=claimant))
+            return "handed_on"
+        if not self._store.claim_attempt(project, sub.id, event.seq, message.attempt, claimant):
             return "duplicate"
         body = webhooks.body(event)
         secrets = [self._cipher.decrypt(project, sub.id, c) for c in self._signing_ciphertexts(sub)]
         headers = webhook_signing.headers(secrets, event.id, int(time.time()), body)
         result = self._send(sub.url, body, headers, timeout)
-        if result.error == TIMED_OUT and timeout < self._timeout_seconds:
+        cut_short = result.error == TIMED_OUT and timeout < self._timeout_seconds
+        if cut_short and not _is_last_receive(receive_count):
             # The deadline's timeout, not the receiver's: this message makes the attempt again.
             raise invocation.OutOfTimeError("the invocation's deadline cut the delivery short")
         ok = result.status is not None and 200 <= result.status < 300 and result.error is None
@@ -203,3 +221,8 @@ class WebhookDispatcher:
             for project, seq in found:
                 self._store.mark_relayed(project, seq)
         return len(found)
+
+
+def _is_last_receive(receive_count: int | None) -> bool:
+    """Does SQS move the message to the dead-letter queue if this receive fails?"""
+    return receive_count is not None and receive_count >= webhooks.WEBHOOK_MAX_RECEIVE_COUNT
