@@ -92,9 +92,12 @@ def _permissions(properties: Mapping[str, Any]) -> str:
 
 
 def _condition(condition: Mapping[str, Any]) -> str:
-    """A statement's IAM condition: ``{StringEquals: {key: value}}`` as "`key` = value"."""
+    """A statement's IAM condition: ``{StringEquals: {key: value}}`` as "`key` = value", and
+    ``{Null: {key: "false"}}`` as "`key` is set"."""
     return " and ".join(
-        f"`{key}` = {_name(value)}" for keys in condition.values() for key, value in keys.items()
+        f"`{key}` is set" if operator == "Null" and value == "false" else f"`{key}` = {_name(value)}"
+        for operator, keys in condition.items()
+        for key, value in keys.items()
     )
 
 

@@ -198,7 +198,7 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
         ("dynamodb:UpdateItem", "WebhooksTable"),
         ("dynamodb:DeleteItem", "WebhooksTable"),
         ("dynamodb:Query", "WebhooksTable"),
-        ("kms:Encrypt", "WebhookSecretsKey"),
+        ("kms:Encrypt", "WebhookSecretsKey for webhook contexts"),
         ("sqs:SendMessage", "WebhookQueue"),
     },
     "WebhookDispatchFunction": {
@@ -207,7 +207,7 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str]]] = {
         ("dynamodb:UpdateItem", "WebhooksTable"),
         ("dynamodb:Query", "WebhooksTable"),
         ("dynamodb:Query", "WebhooksTable/index/Unrelayed"),
-        ("kms:Decrypt", "WebhookSecretsKey"),
+        ("kms:Decrypt", "WebhookSecretsKey for webhook contexts"),
         ("sqs:SendMessage", "WebhookQueue"),
         ("sqs:SendMessage", "WebhookDeadLetterQueue"),
     },
@@ -338,9 +338,13 @@ def permissions(template: Mapping[str, Any], function: str) -> set[tuple[str, st
 def condition_suffix(condition: Any) -> str:
     """The conditions a grant may carry: the call comes through one inference profile
     (``bedrock:InferenceProfileArn``) → " via inference-profile/${Param}"; or a KMS call's
-    encryption context names one purpose (``kms:EncryptionContext:purpose``) → " for purpose P"."""
+    encryption context names one purpose (``kms:EncryptionContext:purpose``) → " for purpose P", or
+    names a webhook (``Null: kms:EncryptionContext:webhook = false``) → " for webhook contexts"."""
     ((operator, keys),) = condition.items()
     ((key, value),) = keys.items()
+    if operator == "Null":
+        assert (key, value) == ("kms:EncryptionContext:webhook", "false"), condition
+        return " for webhook contexts"
     assert operator == "StringEquals", condition
     if key == "kms:EncryptionContext:purpose":
         assert isinstance(value, str), condition
@@ -888,6 +892,26 @@ def test_given_every_function_then_its_permissions_are_exactly_the_listed_ones(
         props = template["Resources"][function]["Properties"]
         assert "Role" not in props, f"{function}: an explicit Role bypasses the reviewed Policies"
         assert permissions(template, function) == expected, function
+
+
+def test_given_the_kms_key_then_each_role_uses_it_only_for_its_own_ciphertexts(
+    template: dict[str, Any],
+) -> None:
+    """One key encrypts webhook secrets (context: project, webhook) and forget salts (context:
+    project, purpose, attempt): every grant on it is conditioned on the context, so the dispatcher
+    cannot decrypt a salt, nor the forget function a webhook secret."""
+    kms_grants = {
+        (function, action, resource)
+        for function in function_ids(template)
+        for action, resource in permissions(template, function)
+        if action.startswith("kms:")
+    }
+    assert kms_grants == {
+        ("ForgetFunction", "kms:Encrypt", "WebhookSecretsKey for purpose forget-key-salt"),
+        ("ForgetFunction", "kms:Decrypt", "WebhookSecretsKey for purpose forget-key-salt"),
+        ("WebhooksFunction", "kms:Encrypt", "WebhookSecretsKey for webhook contexts"),
+        ("WebhookDispatchFunction", "kms:Decrypt", "WebhookSecretsKey for webhook contexts"),
+    }
 
 
 def test_given_the_readers_then_they_cannot_write(template: dict[str, Any]) -> None:

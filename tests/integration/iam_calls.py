@@ -7,7 +7,8 @@ Recorded: every call made through the container's clients (``wiring.dynamodb()``
 the KMS and API Gateway clients), as the IAM actions AWS evaluates for it (a transaction needs each
 item's action; ``SendMessageBatch`` needs ``sqs:SendMessage``; API Gateway's actions are the HTTP
 verb on the resource's path, ``apigateway:POST`` on ``/apikeys``; a KMS call whose encryption
-context names a ``purpose`` needs a grant conditioned on that purpose). A grant under a template
+context names a ``purpose`` needs a grant conditioned on that purpose, one that names a ``webhook``
+a grant conditioned on its presence). A grant under a template
 condition counts when the condition holds with the template's default parameters. Reads on
 recall's direct path bypass botocore and are not seen; services a test injects with clients of
 its own are not seen either.
@@ -76,9 +77,16 @@ def _logical(physical: str) -> str:
 
 def iam_pairs(service: str, operation: str, params: dict[str, Any]) -> list[tuple[str, str]]:
     """The (action, resource) pairs IAM checks for one API call."""
-    if service == "kms":  # a grant conditioned on the context's purpose matches only that purpose
-        purpose = params.get("EncryptionContext", {}).get("purpose")
-        return [(f"kms:{operation}", "WebhookSecretsKey" + (f" for purpose {purpose}" if purpose else ""))]
+    if service == "kms":  # every grant is conditioned on the context: a purpose, or a webhook named
+        context = params.get("EncryptionContext", {})
+        if "purpose" in context:
+            return [(f"kms:{operation}", f"WebhookSecretsKey for purpose {context['purpose']}")]
+        return [
+            (
+                f"kms:{operation}",
+                "WebhookSecretsKey" + (" for webhook contexts" if "webhook" in context else ""),
+            )
+        ]
     if service == "apigateway":
         verb, path = _APIGATEWAY_ACTIONS[operation]
         return [
