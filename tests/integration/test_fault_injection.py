@@ -16,11 +16,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 import secrets
 import subprocess
-import sys
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -64,7 +62,7 @@ from tests.integration.api import ADMIN_CONTEXT, FakeLambdaContext, Reply, call,
 from tests.integration.iam_calls import checked_invocation
 from tests.integration.test_forget_api import SCHEDULED_EVENT, forget, forget_now, ledger, receipt
 from tests.integration.test_keys_and_authorizer import add_key, authorize, create_project
-from tests.integration.test_local_lifecycle import PYTHONPATH
+from tests.integration.test_local_lifecycle import run_kaibo_cli
 from tests.integration.test_recall_api import get_memory, recall
 from tests.integration.test_remember_api import events, message, new_project, remember
 from tests.integration.test_structure_metrics import published_metrics
@@ -1796,20 +1794,6 @@ def test_a_purge_failing_mid_search_is_finished_by_the_next_run(  # noqa: PLR091
     assert_never_structured(stack, project, held)
 
 
-def kaibo_cli(front: HttpFront, api_key: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """The ``kaibo`` command against ``front``, as a user runs it."""
-    env = {name: value for name, value in os.environ.items() if not name.startswith("KAIBO_")}
-    env.update(KAIBO_ENDPOINT=front.url, KAIBO_API_KEY=api_key, PYTHONPATH=PYTHONPATH)
-    return subprocess.run(
-        [sys.executable, "-m", "kaibo.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
 def test_kaibo_verify_checks_an_old_entry_s_found_event_and_names_one_stored_nowhere(
     stack: AwsStack, faults: Faults
 ) -> None:
@@ -1826,7 +1810,9 @@ def test_kaibo_verify_checks_an_old_entry_s_found_event_and_names_one_stored_now
     assert purge_later()["events"] == 1
 
     def verify(entry: LedgerEntry, *options: str) -> subprocess.CompletedProcess[str]:
-        return kaibo_cli(front, api_key, "verify", "--receipt", entry.id, "--project", project, *options)
+        return run_kaibo_cli(
+            front.url, api_key, "verify", "--receipt", entry.id, "--project", project, *options
+        )
 
     with HttpFront(LocalGateway(load_template()), port=0) as front:
         erased, erased_json = verify(found), verify(found, "--json")

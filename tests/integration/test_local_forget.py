@@ -5,10 +5,8 @@ scan), in any form the pipeline produces, and the chain and the ledger still ver
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +17,10 @@ from kaibo.verify import verify_all
 from kaibo_core.core.ledger import LedgerVerifier
 from kaibo_core.core.text import analyze
 from tests.integration.test_local_lifecycle import (
-    PYTHONPATH,
     StackProcess,
     assert_stops_whole,
     launch,
+    run_kaibo_cli,
     wait_for,
 )
 
@@ -70,20 +68,7 @@ def file_residue(folder: Path) -> list[str]:
 
 
 def cli(stack: StackProcess, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "KAIBO_ENDPOINT": stack.values["KAIBO_ENDPOINT"],
-        "KAIBO_API_KEY": stack.values["KAIBO_API_KEY"],
-        "PYTHONPATH": PYTHONPATH,
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "kaibo.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_kaibo_cli(stack.values["KAIBO_ENDPOINT"], stack.values["KAIBO_API_KEY"], *args)
 
 
 def tamper_first_entry(endpoint: str) -> None:

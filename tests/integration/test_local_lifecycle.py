@@ -152,6 +152,34 @@ def workers_of(pid: int) -> list[int]:
     return [p.pid for p in processes() if p.ppid == pid and "spawn_main" in p.cmdline and p.state != "Z"]
 
 
+def run_local_command(command: str, data: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m kaibo_local <command>`` on the data folder ``data``, as its make target runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "kaibo_local", command],
+        cwd=REPO,
+        env={"PYTHONPATH": PYTHONPATH, "KAIBO_DATA_DIR": str(data), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def run_kaibo_cli(endpoint: str, api_key: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """The ``kaibo`` command against ``endpoint`` with ``api_key``, as a user runs it (no other
+    KAIBO_ variable of this process leaks into it)."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("KAIBO_")}
+    env.update(KAIBO_ENDPOINT=endpoint, KAIBO_API_KEY=api_key, PYTHONPATH=PYTHONPATH)
+    return subprocess.run(
+        [sys.executable, "-m", "kaibo.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
 def wait_for(condition: Callable[[], bool], seconds: float = 60, what: str = "the condition") -> None:
     deadline = time.monotonic() + seconds
     while not condition():

@@ -4,8 +4,6 @@ term index kept in a stopped local stack's data folder, as ``tools/repair_index.
 from __future__ import annotations
 
 import secrets
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +17,7 @@ from kaibo_local.durability import DurableTables, read_stored_tables
 from kaibo_local.emulator import start_emulator
 from kaibo_local.template import create_tables, load_template
 from tests.conftest import emulator_client, scan_all
-from tests.integration.test_local_lifecycle import PYTHONPATH, REPO
+from tests.integration.test_local_lifecycle import run_local_command
 
 PROJECT = "prj_repairlocal"
 MEMORY = "mem_repairlocal"
@@ -84,15 +82,7 @@ def test_given_a_stopped_local_stack_with_an_index_older_versions_left_wrong_the
         assert list(damaged) == ["th"]
 
     # When `make repair-index` runs its command on the folder
-    done = subprocess.run(
-        [sys.executable, "-m", "kaibo_local", "repair-index"],
-        cwd=REPO,
-        env={"PYTHONPATH": PYTHONPATH, "KAIBO_DATA_DIR": str(data), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run_local_command("repair-index", data)
 
     # Then it says what it did, and the folder keeps the memory's postings on the current side
     assert done.returncode == 0, done.stderr

@@ -268,17 +268,20 @@ def test_given_the_local_stack_then_the_functions_get_no_usage_plan_and_no_share
 # -- the migration: projects from before get their own key ---------------------------------------------
 
 
+def tool_args(plan: Plan) -> list[str]:
+    """tools/enroll_projects.py's options naming this test's projects table, plan and emulator."""
+    return [
+        "--projects-table",
+        plan.stack.tables["ProjectsTable"],
+        "--usage-plan-id",
+        plan.plan_id,
+        "--endpoint-url",
+        plan.stack.endpoint_url,
+    ]
+
+
 def enroll(plan: Plan) -> int:
-    return enroll_main(
-        [
-            "--projects-table",
-            plan.stack.tables["ProjectsTable"],
-            "--usage-plan-id",
-            plan.plan_id,
-            "--endpoint-url",
-            plan.stack.endpoint_url,
-        ]
-    )
+    return enroll_main(tool_args(plan))
 
 
 def test_given_projects_from_before_when_the_migration_runs_twice_then_each_has_one_key_of_its_own(
@@ -324,16 +327,7 @@ def test_given_a_migration_that_stopped_after_creating_the_key_then_the_next_run
 def clean(plan: Plan, *options: str, hours_later: float = 2) -> int:
     """tools/enroll_projects.py --remove-orphan-keys, on a clock ``hours_later`` than the emulator's."""
     return enroll_main(
-        [
-            "--projects-table",
-            plan.stack.tables["ProjectsTable"],
-            "--usage-plan-id",
-            plan.plan_id,
-            "--endpoint-url",
-            plan.stack.endpoint_url,
-            "--remove-orphan-keys",
-            *options,
-        ],
+        [*tool_args(plan), "--remove-orphan-keys", *options],
         clock=lambda: datetime.now(UTC) + timedelta(hours=hours_later),
     )
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import re
 import signal
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,7 +18,7 @@ from kaibo_core.adapters.dynamodb_placements import DynamoPlacementStore
 from kaibo_core.core.storage_keys import ProjectId
 from kaibo_core.runtime import wiring
 from tests.integration.test_forget_api import memory_ids_of, remember_structured
-from tests.integration.test_local_lifecycle import PYTHONPATH, REPO, assert_stops_whole, launch
+from tests.integration.test_local_lifecycle import assert_stops_whole, launch, run_local_command
 from tests.integration.test_local_restart import RUN, kill_tree, message, start
 from tests.integration.test_recall_api import get_memory, recall
 from tests.integration.test_remember_api import new_project, remember
@@ -141,15 +139,7 @@ def test_given_a_stopped_local_stack_when_re_indexed_then_started_with_the_model
     )
     assert_stops_whole(first, signal.SIGTERM, group=False)
 
-    done = subprocess.run(
-        [sys.executable, "-m", "kaibo_local", "reindex-semantic"],
-        cwd=REPO,
-        env={"PYTHONPATH": PYTHONPATH, "KAIBO_DATA_DIR": str(data), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run_local_command("reindex-semantic", data)
     assert done.returncode == 0, done.stderr
     placed = re.search(r"kaibo-local: (\d+) memories placed by mini6c256", done.stderr)
     assert placed, done.stderr

@@ -450,16 +450,13 @@ def test_a_second_test_event_within_the_interval_answers_429_with_the_seconds_le
     assert outbox_tests(webhook_env, project) == [first, other, first]
 
 
-def test_test_events_sent_at_once_for_one_webhook_make_one_event(webhook_env: Any) -> None:
-    """The limit is a condition in the test event's own transaction, not a read before it: two
-    requests racing at the same instant, each past the read of the webhook, make one event."""
-    project = new_project()
-    webhook_id = subscribe(project, "https://example.com/hook")["id"]
-    service = clocked_service(SteppedClock())
-    start = threading.Barrier(2)
+def sent_at_once(service: WebhooksService, project: str, webhook_ids: list[str]) -> list[str]:
+    """Test events for ``webhook_ids`` sent at the same instant, one thread each, released
+    together: what each got ("sent", or the 429's code), in the order they finished."""
+    start = threading.Barrier(len(webhook_ids))
     outcomes: list[str] = []
 
-    def send() -> None:
+    def send(webhook_id: str) -> None:
         start.wait(10)
         try:
             service.send_test(ProjectId(project), webhook_id)
@@ -467,11 +464,22 @@ def test_test_events_sent_at_once_for_one_webhook_make_one_event(webhook_env: An
         except TooManyRequestsError as exc:
             outcomes.append(exc.code)
 
-    racers = [threading.Thread(target=send) for _ in range(2)]
+    racers = [threading.Thread(target=send, args=(webhook_id,)) for webhook_id in webhook_ids]
     for racer in racers:
         racer.start()
     for racer in racers:
         racer.join(30)
+    return outcomes
+
+
+def test_test_events_sent_at_once_for_one_webhook_make_one_event(webhook_env: Any) -> None:
+    """The limit is a condition in the test event's own transaction, not a read before it: two
+    requests racing at the same instant, each past the read of the webhook, make one event."""
+    project = new_project()
+    webhook_id = subscribe(project, "https://example.com/hook")["id"]
+    service = clocked_service(SteppedClock())
+
+    outcomes = sent_at_once(service, project, [webhook_id, webhook_id])
 
     assert sorted(outcomes) == ["sent", "webhook_test_too_soon"]
     assert outbox_tests(webhook_env, project) == [webhook_id]
@@ -570,22 +578,8 @@ def test_test_events_for_two_webhooks_at_once_for_the_last_place_make_one_event(
         assert hooks(project, "POST", f"{recreated}/test", service=service).status == 202
         assert hooks(project, "DELETE", recreated).status == 204
     pair = [subscribe(project, f"https://example.com/{name}")["id"] for name in "ab"]
-    start = threading.Barrier(2)
-    outcomes: list[str] = []
 
-    def send(webhook_id: str) -> None:
-        start.wait(10)
-        try:
-            service.send_test(ProjectId(project), webhook_id)
-            outcomes.append("sent")
-        except TooManyRequestsError as exc:
-            outcomes.append(exc.code)
-
-    racers = [threading.Thread(target=send, args=(webhook,)) for webhook in pair]
-    for racer in racers:
-        racer.start()
-    for racer in racers:
-        racer.join(30)
+    outcomes = sent_at_once(service, project, pair)
 
     assert sorted(outcomes) == ["sent", "webhook_tests_too_many"]
     assert len(outbox_tests(webhook_env, project)) == WEBHOOK_TESTS_PER_PROJECT

@@ -263,11 +263,18 @@ class _ReceiptCheck:
             self.notes.append(f"{len(pending)} of its memories still read tombstoned: {', '.join(pending)}")
         return statuses
 
-    def event(self, event_id: str) -> None:
-        subject = f"event {event_id}"
+    def _provisional_of(self, subject: str, event_id: str) -> str | None:
+        """The id of the event's provisional memory (evt_X -> mem_X); None, failed, if it is not an
+        event id."""
         provisional = _provisional_memory_id(event_id)
         if provisional is None:
             self.fail(subject, "bad_event_id", "not an event id (evt_...)")
+        return provisional
+
+    def event(self, event_id: str) -> None:
+        subject = f"event {event_id}"
+        provisional = self._provisional_of(subject, event_id)
+        if provisional is None:
             return
         # The event's provisional memory (evt_X -> mem_X) cites where the event is: stream and seq.
         memory = self.memory(provisional)
@@ -301,9 +308,8 @@ class _ReceiptCheck:
         """An event the purge found in no stream: its place is unknown here too, but nothing may be
         made from it, so its provisional memory (the purge's placeholder) must read purged."""
         subject = f"event {event_id}"
-        provisional = _provisional_memory_id(event_id)
+        provisional = self._provisional_of(subject, event_id)
         if provisional is None:
-            self.fail(subject, "bad_event_id", "not an event id (evt_...)")
             return
         memory = self.memory(provisional)
         if memory is None:
